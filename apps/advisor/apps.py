@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AdvisorConfig(AppConfig):
+    name = "apps.advisor"
+    label = "advisor"

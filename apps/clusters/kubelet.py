@@ -1,0 +1,72 @@
+"""How Kubernetes turns CPU requests and limits into cgroup settings. Pure Python: no Django import.
+
+These are the kubelet's own conversions (pkg/kubelet/cm/helpers_linux.go and the runtimes' cgroup v2 mapping),
+shared by the collectors (parse quantities), the lab (write cgroups the way a kubelet would) and the advisor (math).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal, InvalidOperation
+
+MIN_SHARES = 2
+MAX_SHARES = 262144
+SHARES_PER_CPU = 1024
+MILLI_CPU_TO_CPU = 1000
+DEFAULT_PERIOD_US = 100_000
+MIN_QUOTA_US = 1000
+MIN_WEIGHT = 1
+MAX_WEIGHT = 10_000
+
+_QUANTITY = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]{0,2})\s*$")
+_SUFFIX = {
+    "": Decimal(1),
+    "m": Decimal("0.001"),
+    "u": Decimal("0.000001"),
+    "n": Decimal("0.000000001"),
+    "k": Decimal(10) ** 3,
+    "M": Decimal(10) ** 6,
+    "G": Decimal(10) ** 9,
+    "Ki": Decimal(2) ** 10,
+    "Mi": Decimal(2) ** 20,
+    "Gi": Decimal(2) ** 30,
+}
+
+
+def cpu_quantity_to_mcpu(quantity: str | int | float) -> int:
+    """Parse a Kubernetes CPU quantity ("250m", "2", "0.5", "1e3m") into millicores, rounding up as the API does.
+
+    Raises ValueError with the offending text for anything that is not a non-negative quantity.
+    """
+    if isinstance(quantity, int | float):
+        if isinstance(quantity, float) and not math.isfinite(quantity):
+            raise ValueError(f"CPU quantity {quantity!r} is not finite")
+        value = Decimal(str(quantity))
+    else:
+        match = _QUANTITY.match(quantity)
+        if not match or match.group(2) not in _SUFFIX:
+            raise ValueError(f"{quantity!r} is not a CPU quantity (expected e.g. 250m, 2, 0.5)")
+        try:
+            value = Decimal(match.group(1)) * _SUFFIX[match.group(2)]
+        except InvalidOperation:
+            raise ValueError(f"{quantity!r} is not a CPU quantity") from None
+    if value < 0:
+        raise ValueError(f"CPU quantity {quantity!r} is negative")
+    return int((value * MILLI_CPU_TO_CPU).to_integral_value(rounding="ROUND_CEILING"))
+
+
+def shares_from_request_mcpu(request_mcpu: int | None) -> int:
+    """cpu.shares for a CPU request (MilliCPUToShares): mcpu × 1024 / 1000, clamped to [2, 262144]; none → 2."""
+    if not request_mcpu:
+        return MIN_SHARES
+    shares = (request_mcpu * SHARES_PER_CPU) // MILLI_CPU_TO_CPU
+    return max(MIN_SHARES, min(MAX_SHARES, shares))
+
+
+def quota_us_from_limit_mcpu(limit_mcpu: int | None, period_us: int = DEFAULT_PERIOD_US) -> int | None:
+    """cpu.cfs_quota_us for a CPU limit (MilliCPUToQuota): mcpu × period / 1000, at least 1000 µs; no limit → None."""
+    if not limit_mcpu:
+        return None
+    quota = (limit_mcpu * period_us) // MILLI_CPU_TO_CPU
+    return max(MIN_QUOTA_US, quota)

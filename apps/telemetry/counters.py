@@ -1,0 +1,43 @@
+"""Counter arithmetic shared by ingest and the advisor. Pure Python: no Django import.
+
+A cumulative counter that goes backwards is a reset (new container, restart): the delta is the new value, as in
+Prometheus' rate(). A value above MAX_SANE is an overflowed or garbage counter (runc's own test data has
+throttled_time 18446744073709551615) and is rejected rather than turned into a huge delta.
+"""
+
+from __future__ import annotations
+
+import math
+
+# 2**53: beyond this a float cannot hold every integer, and no real cgroup counter gets there
+# (2**53 ns of throttled time is 104 days of every thread waiting; periods at 100 ms would take 28 million years).
+MAX_SANE = float(2**53)
+
+
+class BadCounter(ValueError):
+    """A counter value that cannot be real: negative, NaN, infinite or absurdly large."""
+
+
+def check_counter(name: str, value: float | int | None) -> None:
+    """Raise BadCounter when a cumulative counter's value cannot be real; None (not reported) is fine."""
+    if value is None:
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise BadCounter(f"{name} is {value}, not a finite number")
+    if value < 0:
+        raise BadCounter(f"{name} is negative ({value})")
+    if value > MAX_SANE:
+        raise BadCounter(f"{name} is {value}, past 2**53: an overflowed or corrupt counter")
+
+
+def counter_delta(previous: float | None, current: float | None) -> tuple[float | None, bool]:
+    """The increase of a cumulative counter between two readings, and whether it was reset.
+
+    Returns (None, False) when either side is missing. A value lower than the previous one is a reset:
+    the delta is the new value (never negative).
+    """
+    if previous is None or current is None:
+        return None, False
+    if current < previous:
+        return current, True
+    return current - previous, False

@@ -1,0 +1,287 @@
+"""cputune's only settings module. Every value comes from the environment; bad values fail loudly.
+
+Safe local defaults: a SQLite file and an embedded broker under CPUTUNE_DATA_DIR, so `make run` needs no system service.
+Production sets DATABASE_URL (PostgreSQL) and REDIS_URL. `.env.example` lists every variable.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean: use one of 1/0, true/false, yes/no, on/off.")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer.") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} is below its minimum of {minimum}.")
+    return value
+
+
+def env_float(name: str, default: float, *, low: float, high: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from None
+    if not low <= value <= high:
+        raise ImproperlyConfigured(f"{name}={value} must lie between {low} and {high}.")
+    return value
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def database_from_url(url: str) -> dict:
+    """Parse DATABASE_URL; only PostgreSQL and SQLite are supported."""
+    scheme = urlsplit(url).scheme
+    if scheme not in {"postgres", "postgresql", "pgsql", "sqlite"}:
+        raise ImproperlyConfigured(
+            f"DATABASE_URL={url!r} is not understood: use postgres://USER:PASSWORD@HOST:PORT/NAME or sqlite:////path/to/file.sqlite3."
+        )
+    try:
+        config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL={url!r} is malformed: {exc}") from None
+    if scheme != "sqlite" and not config.get("NAME"):
+        raise ImproperlyConfigured(f"DATABASE_URL={url!r} names no database: add /NAME after the host.")
+    if scheme == "sqlite":
+        config["CONN_MAX_AGE"] = 0
+        # WAL lets the web process read while the worker writes; a busy timeout instead of "database is locked".
+        config["OPTIONS"] = {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+    return config
+
+
+DEBUG = env_bool("DEBUG")
+DATA_DIR = Path(os.environ.get("CPUTUNE_DATA_DIR", BASE_DIR / "var"))
+
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY is required unless DEBUG=1 (`make run` generates one under var/).")
+    SECRET_KEY = "insecure-debug-only-key"
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "apps.clusters",
+    "apps.telemetry",
+    "apps.collector",
+    "apps.advisor",
+    "apps.dashboard",
+    "apps.api",
+    "apps.lab",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+]
+
+ROOT_URLCONF = "cputune.urls"
+WSGI_APPLICATION = "cputune.wsgi.application"
+ASGI_APPLICATION = "cputune.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{DATA_DIR / 'cputune.sqlite3'}"
+DATABASES = {"default": database_from_url(DATABASE_URL)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard:overview"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if not DEBUG
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+# Serve static files from the finders too, so `runserver`-less setups (gunicorn in make run) work before collectstatic.
+WHITENOISE_USE_FINDERS = True
+
+# Production hardening, on unless DEBUG (checked by `manage.py check --deploy`).
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = env_bool("CPUTUNE_SECURE_COOKIES", not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_SSL_REDIRECT = env_bool("CPUTUNE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("CPUTUNE_HSTS_SECONDS", 0, minimum=0)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("CPUTUNE_BEHIND_TLS_PROXY") else None
+X_FRAME_OPTIONS = "DENY"
+
+# --- Redis, broker and cache -------------------------------------------------------------------------------------
+REDIS_URL = os.environ.get("REDIS_URL", "")
+for _name, _url in (("REDIS_URL", REDIS_URL),):
+    if _url and urlsplit(_url).scheme not in {"redis", "rediss", "unix"}:
+        raise ImproperlyConfigured(f"{_name}={_url!r} is not a redis:// URL.")
+
+BROKER_DIR = DATA_DIR / "broker"
+# Embedded broker: kombu's filesystem transport needs no service and no extra package; workers poll a folder.
+CELERY_BROKER_URL = os.environ.get("CPUTUNE_BROKER_URL") or REDIS_URL or "filesystem://"
+CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "store_processed": False,
+        "polling_interval": 0.2,
+    }
+elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # A task not acknowledged within this many seconds is redelivered to another worker (acks_late).
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CPUTUNE_VISIBILITY_TIMEOUT", 600, minimum=30)}
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = "UTC"
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# --- cputune ------------------------------------------------------------------------------------------------------
+CPUTUNE_COLLECT_INTERVAL = env_int("CPUTUNE_COLLECT_INTERVAL", 60, minimum=5)  # seconds between collection cycles
+CPUTUNE_RETENTION_RAW_DAYS = env_int("CPUTUNE_RETENTION_RAW_DAYS", 8, minimum=1)  # raw samples, dropped by day
+CPUTUNE_RETENTION_ROLLUP_DAYS = env_int("CPUTUNE_RETENTION_ROLLUP_DAYS", 90, minimum=1)  # hourly rollups
+CPUTUNE_THROTTLE_TARGET = env_float("CPUTUNE_THROTTLE_TARGET", 0.10, low=0.001, high=0.99)
+CPUTUNE_NODE_TIMEOUT = env_int("CPUTUNE_NODE_TIMEOUT", 20, minimum=1)  # seconds for one kubelet scrape
+CPUTUNE_ADMIN_USER = os.environ.get("CPUTUNE_ADMIN_USER", "admin")
+CPUTUNE_LAB_ROOT = os.environ.get("CPUTUNE_LAB_ROOT", "cputune-lab")  # under the cpu controller's mount
+
+
+def _beat_schedule(interval_s: int) -> dict:
+    """Each entry expires just under its interval so a stalled worker never builds a backlog."""
+    schedule = {
+        "collect-all-clusters": {
+            "task": "collector.collect_all",
+            "schedule": float(interval_s),
+            "options": {"expires": max(1.0, interval_s * 0.9)},
+        },
+        "rollup-hours": {
+            "task": "telemetry.rollup",
+            "schedule": 300.0,
+            "options": {"expires": 270.0},
+        },
+        "retention": {
+            "task": "telemetry.retention",
+            "schedule": 3600.0,
+            "options": {"expires": 3300.0},
+        },
+    }
+    for name in env_list("CPUTUNE_DISABLE_SCHEDULES", []):
+        schedule.pop(name, None)
+    return schedule
+
+
+CELERY_BEAT_SCHEDULE = _beat_schedule(CPUTUNE_COLLECT_INTERVAL)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "apps.api.authentication.ScopedTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["apps.api.permissions.CanRead"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "apps.api.pagination.Pagination",
+    "PAGE_SIZE": 100,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer", "rest_framework.renderers.BrowsableAPIRenderer"],
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "cputune API",
+    "DESCRIPTION": "CFS throttling findings per container: shares floor, quota ceiling, throttle ratio, recommendations.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+}

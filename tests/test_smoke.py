@@ -1,0 +1,5 @@
+from django.conf import settings
+
+
+def test_settings_load():
+    assert settings.CPUTUNE_THROTTLE_TARGET == 0.10
