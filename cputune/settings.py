@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import dj_database_url
@@ -64,7 +65,7 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-def database_from_url(url: str) -> dict:
+def database_from_url(url: str) -> dict[str, Any]:
     """Parse DATABASE_URL; only PostgreSQL and SQLite are supported."""
     scheme = urlsplit(url).scheme
     if scheme not in {"postgres", "postgresql", "pgsql", "sqlite"}:
@@ -72,7 +73,7 @@ def database_from_url(url: str) -> dict:
             f"DATABASE_URL={url!r} is not understood: use postgres://USER:PASSWORD@HOST:PORT/NAME or sqlite:////path/to/file.sqlite3."
         )
     try:
-        config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+        config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True))
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL={url!r} is malformed: {exc}") from None
     if scheme != "sqlite" and not config.get("NAME"):
@@ -91,7 +92,7 @@ SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY is required unless DEBUG=1 (`make run` generates one under var/).")
-    SECRET_KEY = "insecure-debug-only-key"
+    SECRET_KEY = "insecure-debug-only-key"  # noqa: S105 - only ever used with DEBUG on
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -146,7 +147,10 @@ TEMPLATES = [
     },
 ]
 
-DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{DATA_DIR / 'cputune.sqlite3'}"
+DATABASE_URL = os.environ.get("DATABASE_URL", "")
+if not DATABASE_URL:
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASE_URL = f"sqlite:///{DATA_DIR / 'cputune.sqlite3'}"
 DATABASES = {"default": database_from_url(DATABASE_URL)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -198,6 +202,8 @@ BROKER_DIR = DATA_DIR / "broker"
 CELERY_BROKER_URL = os.environ.get("CPUTUNE_BROKER_URL") or REDIS_URL or "filesystem://"
 CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    for _folder in ("queue", "processed"):
+        (BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
@@ -205,6 +211,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "store_processed": False,
         "polling_interval": 0.2,
     }
+    # The filesystem transport has no fanout exchange: no remote control (pidbox), gossip or mingle.
+    CELERY_WORKER_ENABLE_REMOTE_CONTROL = False
 elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     # A task not acknowledged within this many seconds is redelivered to another worker (acks_late).
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CPUTUNE_VISIBILITY_TIMEOUT", 600, minimum=30)}
@@ -269,7 +277,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "apps.api.pagination.Pagination",
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer", "rest_framework.renderers.BrowsableAPIRenderer"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "cputune API",

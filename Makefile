@@ -1,0 +1,40 @@
+# cputune — the two commands a newcomer needs are `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+.PHONY: run test install install-dev lint bench bench-scale clean
+
+$(VENV)/.runtime: requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements-dev.txt requirements.txt $(VENV)/.runtime
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.runtime
+install-dev: $(VENV)/.dev
+
+## Start web (http://127.0.0.1:8000), worker, beat and the lab on this machine. Ctrl-C stops everything.
+run: install
+	$(PY) -m cputune.launcher
+
+## Install and run the whole test suite (SQLite + embedded broker unless DATABASE_URL / REDIS_URL are set).
+test: install-dev
+	$(PY) -m pytest
+
+lint: install-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	DEBUG=1 $(VENV)/bin/mypy .
+
+## Run every benchmark, print a table, append to benchmarks/RESULTS.md, write benchmarks/results.json.
+bench: install-dev
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf var .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,38 @@
+"""API tokens: revocable, scoped (read or ingest), stored hashed — the key itself is shown once, at creation."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from django.db import models
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class ApiToken(models.Model):
+    class Scope(models.TextChoices):
+        READ = "read", "read (reports, recommendations, summaries)"
+        INGEST = "ingest", "ingest (node agents push readings)"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True)
+    scope = models.CharField(max_length=8, choices=Scope.choices)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=12, editable=False, help_text="The key's first characters, to recognise it.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        state = "revoked" if self.revoked_at else self.scope
+        return f"{self.prefix}… ({self.user}, {state})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

@@ -1,0 +1,111 @@
+"""What runs where: clusters, their nodes, pods and containers, as last seen by a collection."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class SourceKind(models.TextChoices):
+    KUBERNETES = "kubernetes", "Kubernetes API + kubelet cAdvisor"
+    PROMETHEUS = "prometheus", "Prometheus + kube-state-metrics"
+    LAB = "lab", "Lab (real cgroups on this machine)"
+    DUMP = "dump", "Offline dumps (import_dump)"
+    AGENT = "agent", "Node agents only (push)"
+
+
+class Cluster(models.Model):
+    name = models.SlugField(max_length=63, unique=True)
+    source = models.CharField(max_length=16, choices=SourceKind.choices, default=SourceKind.KUBERNETES)
+    kubeconfig_path = models.CharField(max_length=500, blank=True)
+    kube_context = models.CharField(max_length=253, blank=True)
+    in_cluster = models.BooleanField(default=False, help_text="Use the pod's service account instead of a kubeconfig.")
+    kubelet_direct = models.BooleanField(
+        default=False,
+        help_text="Scrape kubelets on :10250 directly (needs nodes/metrics) instead of the API server proxy.",
+    )
+    read_kubelet_config = models.BooleanField(
+        default=False,
+        help_text="Read each node's kubelet config (CPU manager policy) via nodes/proxy — a powerful permission, opt-in.",
+    )
+    prometheus_url = models.URLField(blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Node(models.Model):
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
+    name = models.CharField(max_length=253)
+    capacity_mcpu = models.PositiveIntegerField(null=True, blank=True)
+    allocatable_mcpu = models.PositiveIntegerField(null=True, blank=True)
+    kernel_version = models.CharField(max_length=200, blank=True)
+    os_image = models.CharField(max_length=200, blank=True)
+    container_runtime = models.CharField(max_length=200, blank=True)
+    kubelet_version = models.CharField(max_length=100, blank=True)
+    cpu_manager_policy = models.CharField(max_length=32, blank=True, help_text="Empty when not known.")
+    cfs_slice_us = models.PositiveIntegerField(null=True, blank=True)
+    cpufreq_governor = models.CharField(max_length=32, blank=True)
+    has_cfs_counters = models.BooleanField(
+        null=True, blank=True, help_text="False when this node's kubelet exposes no container_cpu_cfs_* series."
+    )
+    probe = models.JSONField(null=True, blank=True, help_text="The last kernel probe's measured result.")
+    probe_at = models.DateTimeField(null=True, blank=True)
+    last_seen = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["cluster", "name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="node_unique_per_cluster")]
+
+    def __str__(self) -> str:
+        return f"{self.cluster}/{self.name}"
+
+    @property
+    def cpus(self) -> float | None:
+        mcpu = self.capacity_mcpu or self.allocatable_mcpu
+        return mcpu / 1000 if mcpu else None
+
+
+class Pod(models.Model):
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="pods")
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    uid = models.CharField(max_length=64, blank=True)
+    node = models.ForeignKey(Node, null=True, blank=True, on_delete=models.SET_NULL, related_name="pods")
+    qos_class = models.CharField(max_length=16, blank=True)
+    workload_kind = models.CharField(max_length=63, blank=True)
+    workload_name = models.CharField(max_length=253, blank=True)
+    last_seen = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["cluster", "namespace", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "namespace", "name"], name="pod_unique_per_namespace")
+        ]
+        indexes = [models.Index(fields=["cluster", "uid"], name="pod_uid")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class Container(models.Model):
+    pod = models.ForeignKey(Pod, on_delete=models.CASCADE, related_name="containers")
+    name = models.CharField(max_length=253)
+    container_id = models.CharField(max_length=128, blank=True)
+    request_mcpu = models.PositiveIntegerField(null=True, blank=True)
+    limit_mcpu = models.PositiveIntegerField(null=True, blank=True)
+    period_us = models.PositiveIntegerField(null=True, blank=True, help_text="CFS period as read; 100000 by default.")
+    restarts = models.PositiveIntegerField(default=0)
+    last_seen = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["pod", "name"]
+        constraints = [models.UniqueConstraint(fields=["pod", "name"], name="container_unique_per_pod")]
+        indexes = [models.Index(fields=["container_id"], name="container_runtime_id")]
+
+    def __str__(self) -> str:
+        return f"{self.pod}/{self.name}"

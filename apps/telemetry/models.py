@@ -1,0 +1,83 @@
+"""The time series: raw samples (counters as read and the deltas computed at ingest), hourly rollups, series heads.
+
+On PostgreSQL `telemetry_sample` is a table partitioned by day on `ts` (see migration 0001 and services.ensure_partitions):
+retention drops whole partitions. On SQLite it is a plain table.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from apps.clusters.models import Container
+
+
+class Sample(models.Model):
+    """One container's counters at one instant, with the increase since its previous sample."""
+
+    # (container, ts) is the identity of a sample: re-ingesting the same batch conflicts and is ignored.
+    # It also includes the partition key, as PostgreSQL requires of unique constraints on partitioned tables.
+    pk = models.CompositePrimaryKey("container_id", "ts")
+    # No database FK: samples outlive deleted containers until retention drops their partition.
+    container = models.ForeignKey(
+        Container, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"
+    )
+    ts = models.DateTimeField()
+
+    periods_total = models.BigIntegerField(null=True)
+    throttled_periods_total = models.BigIntegerField(null=True)
+    throttled_seconds_total = models.FloatField(null=True)
+    usage_seconds_total = models.FloatField(null=True)
+    threads = models.IntegerField(null=True)
+
+    interval_s = models.FloatField(null=True, help_text="Seconds since the previous sample; null for the first.")
+    periods_delta = models.BigIntegerField(null=True)
+    throttled_periods_delta = models.BigIntegerField(null=True)
+    throttled_seconds_delta = models.FloatField(null=True)
+    usage_seconds_delta = models.FloatField(null=True)
+    reset = models.BooleanField(default=False, help_text="A counter went backwards: a new container or a restart.")
+
+    class Meta:
+        # On PostgreSQL migration 0001 creates this table partitioned by day, and the ts index as BRIN.
+        indexes = [models.Index(fields=["ts"], name="sample_ts")]
+
+    def __str__(self) -> str:
+        return f"sample {self.container_id} @ {self.ts.isoformat()}"
+
+
+class HourlyRollup(models.Model):
+    """Sums of one container's deltas over one hour, for windows longer than the raw retention reads cheaply."""
+
+    container = models.ForeignKey(
+        Container, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"
+    )
+    hour = models.DateTimeField()
+    samples = models.IntegerField()
+    covered_seconds = models.FloatField()
+    periods = models.BigIntegerField(null=True)
+    throttled_periods = models.BigIntegerField(null=True)
+    throttled_seconds = models.FloatField(null=True)
+    usage_seconds = models.FloatField(null=True)
+    usage_p95_mcpu = models.FloatField(null=True)
+    usage_max_mcpu = models.FloatField(null=True)
+    threads_max = models.IntegerField(null=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["container", "hour"], name="rollup_unique_hour")]
+        indexes = [models.Index(fields=["hour"], name="rollup_hour")]
+
+    def __str__(self) -> str:
+        return f"rollup {self.container_id} @ {self.hour.isoformat()}"
+
+
+class SeriesHead(models.Model):
+    """The last stored reading of each container: what the next reading's deltas are computed against."""
+
+    container = models.OneToOneField(Container, on_delete=models.CASCADE, primary_key=True, related_name="head")
+    ts = models.DateTimeField()
+    periods_total = models.BigIntegerField(null=True)
+    throttled_periods_total = models.BigIntegerField(null=True)
+    throttled_seconds_total = models.FloatField(null=True)
+    usage_seconds_total = models.FloatField(null=True)
+
+    def __str__(self) -> str:
+        return f"head {self.container_id} @ {self.ts.isoformat()}"

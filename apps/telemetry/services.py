@@ -1,0 +1,580 @@
+"""Writing the time series: inventory upserts, delta computation, bulk sample writes, partitions, rollups, retention.
+
+Every function here is idempotent: a batch ingested twice is stored once, a rollup recomputed gives the same rows,
+retention run twice drops nothing more.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.clusters.models import Cluster, Container, Node, Pod
+
+from .counters import BadCounter, check_counter, counter_delta
+from .models import HourlyRollup, Sample, SeriesHead
+from .readings import Batch, CounterReading, NodeInfo, PodInfo
+
+log = logging.getLogger(__name__)
+
+SAMPLE_COLUMNS = (
+    "container_id",
+    "ts",
+    "periods_total",
+    "throttled_periods_total",
+    "throttled_seconds_total",
+    "usage_seconds_total",
+    "threads",
+    "interval_s",
+    "periods_delta",
+    "throttled_periods_delta",
+    "throttled_seconds_delta",
+    "usage_seconds_delta",
+    "reset",
+)
+COUNTER_FIELDS = ("periods_total", "throttled_periods_total", "throttled_seconds_total", "usage_seconds_total")
+DELETE_BATCH = 5000
+
+
+@dataclass
+class IngestResult:
+    samples_written: int = 0
+    duplicates: int = 0  # readings at or before the container's last stored instant
+    resets: int = 0
+    containers_created: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def merge(self, other: IngestResult) -> None:
+        self.samples_written += other.samples_written
+        self.duplicates += other.duplicates
+        self.resets += other.resets
+        self.containers_created += other.containers_created
+        self.problems.extend(other.problems)
+
+
+# --- inventory -------------------------------------------------------------------------------------------------------
+
+
+def upsert_nodes(cluster: Cluster, nodes: Sequence[NodeInfo], now: datetime) -> dict[str, int]:
+    """Create or update the cluster's nodes; returns name → id. Fields a source did not report are left as they were."""
+    if not nodes:
+        return dict(Node.objects.filter(cluster=cluster).values_list("name", "id"))
+    existing = {n.name: n for n in Node.objects.filter(cluster=cluster, name__in=[n.name for n in nodes])}
+    to_create: list[Node] = []
+    to_update: list[Node] = []
+    for info in nodes:
+        node = existing.get(info.name) or Node(cluster=cluster, name=info.name)
+        for attr in (
+            "capacity_mcpu",
+            "allocatable_mcpu",
+            "kernel_version",
+            "os_image",
+            "container_runtime",
+            "kubelet_version",
+            "cpu_manager_policy",
+            "cfs_slice_us",
+            "cpufreq_governor",
+        ):
+            value = getattr(info, attr)
+            if value not in (None, ""):
+                setattr(node, attr, value)
+        node.last_seen = now
+        (to_update if node.pk else to_create).append(node)
+    Node.objects.bulk_create(to_create)
+    if to_update:
+        Node.objects.bulk_update(
+            to_update,
+            [
+                "capacity_mcpu",
+                "allocatable_mcpu",
+                "kernel_version",
+                "os_image",
+                "container_runtime",
+                "kubelet_version",
+                "cpu_manager_policy",
+                "cfs_slice_us",
+                "cpufreq_governor",
+                "last_seen",
+            ],
+            batch_size=1000,
+        )
+    return dict(Node.objects.filter(cluster=cluster).values_list("name", "id"))
+
+
+def upsert_pods(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, node_ids: dict[str, int]) -> int:
+    """Create or update pods and their containers (matched by namespace/name and container name). Returns pods stored."""
+    if not pods:
+        return 0
+    pod_rows = [
+        Pod(
+            cluster=cluster,
+            namespace=p.namespace,
+            name=p.name,
+            uid=p.uid,
+            node_id=node_ids.get(p.node),
+            qos_class=p.qos_class,
+            workload_kind=p.workload_kind,
+            workload_name=p.workload_name,
+            last_seen=now,
+        )
+        for p in pods
+    ]
+    Pod.objects.bulk_create(
+        pod_rows,
+        batch_size=2000,
+        update_conflicts=True,
+        unique_fields=["cluster", "namespace", "name"],
+        update_fields=["uid", "node", "qos_class", "workload_kind", "workload_name", "last_seen"],
+    )
+    pod_ids = _pod_ids(cluster, [(p.namespace, p.name) for p in pods])
+    container_rows = [
+        Container(
+            pod_id=pod_ids[(p.namespace, p.name)],
+            name=c.name,
+            container_id=c.container_id,
+            request_mcpu=c.request_mcpu,
+            limit_mcpu=c.limit_mcpu,
+            restarts=c.restarts,
+            last_seen=now,
+        )
+        for p in pods
+        for c in p.containers
+    ]
+    Container.objects.bulk_create(
+        container_rows,
+        batch_size=2000,
+        update_conflicts=True,
+        unique_fields=["pod", "name"],
+        update_fields=["container_id", "request_mcpu", "limit_mcpu", "restarts", "last_seen"],
+    )
+    return len(pod_rows)
+
+
+def _pod_ids(cluster: Cluster, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    keys = set(keys)
+    names = {name for _, name in keys}
+    rows = Pod.objects.filter(cluster=cluster, name__in=names).values_list("namespace", "name", "id")
+    return {(ns, name): pk for ns, name, pk in rows if (ns, name) in keys}
+
+
+def _container_ids(
+    cluster: Cluster, readings: Sequence[CounterReading], now: datetime, result: IngestResult
+) -> dict[tuple[str, str, str], int]:
+    """(namespace, pod, container) → container id; containers not in the inventory yet are created bare, not dropped."""
+    wanted = {(r.namespace, r.pod, r.container) for r in readings}
+    pod_names = {p for _, p, _ in wanted}
+    found: dict[tuple[str, str, str], int] = {}
+    for chunk in _chunks(sorted(pod_names), 5000):
+        rows = Container.objects.filter(pod__cluster=cluster, pod__name__in=chunk).values_list(
+            "pod__namespace", "pod__name", "name", "id"
+        )
+        found.update({(ns, p, c): pk for ns, p, c, pk in rows if (ns, p, c) in wanted})
+    missing = wanted - found.keys()
+    if missing:
+        node_of = {(r.namespace, r.pod): r.node for r in readings}
+        node_ids = dict(Node.objects.filter(cluster=cluster).values_list("name", "id"))
+        pods = {(ns, p) for ns, p, _ in missing}
+        Pod.objects.bulk_create(
+            [
+                Pod(
+                    cluster=cluster, namespace=ns, name=p, node_id=node_ids.get(node_of.get((ns, p), "")), last_seen=now
+                )
+                for ns, p in pods
+            ],
+            ignore_conflicts=True,
+        )
+        pod_ids = _pod_ids(cluster, pods)
+        Container.objects.bulk_create(
+            [Container(pod_id=pod_ids[(ns, p)], name=c, last_seen=now) for ns, p, c in missing],
+            ignore_conflicts=True,
+        )
+        result.containers_created += len(missing)
+        for chunk in _chunks(sorted({p for _, p, _ in missing}), 5000):
+            rows = Container.objects.filter(pod__cluster=cluster, pod__name__in=chunk).values_list(
+                "pod__namespace", "pod__name", "name", "id"
+            )
+            found.update({(ns, p, c): pk for ns, p, c, pk in rows if (ns, p, c) in wanted})
+    return found
+
+
+def _chunks(items: list, size: int) -> Iterable[list]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+# --- readings --------------------------------------------------------------------------------------------------------
+
+
+def ingest(cluster: Cluster, batch: Batch, *, now: datetime | None = None) -> IngestResult:
+    """Store one source batch: inventory first, then readings (deltas against each container's last reading)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        node_ids = upsert_nodes(cluster, batch.nodes, now)
+        upsert_pods(cluster, batch.pods, now, node_ids)
+    return ingest_readings(cluster, batch.readings, now=now)
+
+
+def ingest_readings(
+    cluster: Cluster, readings: Sequence[CounterReading], *, now: datetime | None = None, method: str = "auto"
+) -> IngestResult:
+    """Turn cumulative readings into samples with deltas and write them; idempotent per (container, ts).
+
+    A reading at or before the container's last stored instant is a duplicate and is skipped. A counter that went
+    backwards is a reset: the delta is the new value. Counters that cannot be real (NaN, negative, > 2**53) are
+    dropped from that reading with a problem noted; the rest of the reading and of the batch is kept.
+    """
+    now = now or timezone.now()
+    result = IngestResult()
+    if not readings:
+        return result
+    container_ids = _container_ids(cluster, readings, now, result)
+    ordered = sorted(readings, key=lambda r: r.ts)
+    heads = {h.container_id: h for h in SeriesHead.objects.filter(container_id__in=set(container_ids.values()))}
+    rows: list[tuple] = []
+    new_heads: dict[int, SeriesHead] = {}
+    period_updates: dict[int, int] = {}
+    for reading in ordered:
+        cid = container_ids[(reading.namespace, reading.pod, reading.container)]
+        values = _checked_counters(reading, result)
+        head = new_heads.get(cid) or heads.get(cid)
+        if head is not None and reading.ts <= head.ts:
+            result.duplicates += 1
+            continue
+        deltas: list[float | int | None] = []
+        reset = False
+        interval_s = None
+        if head is not None:
+            interval_s = (reading.ts - head.ts).total_seconds()
+            for name in COUNTER_FIELDS:
+                delta, was_reset = counter_delta(getattr(head, name), values[name])
+                deltas.append(delta)
+                reset = reset or was_reset
+        else:
+            deltas = [None, None, None, None]
+        if reset:
+            result.resets += 1
+        rows.append(
+            (
+                cid,
+                reading.ts,
+                values["periods_total"],
+                values["throttled_periods_total"],
+                values["throttled_seconds_total"],
+                values["usage_seconds_total"],
+                reading.threads,
+                interval_s,
+                *deltas,
+                reset,
+            )
+        )
+        new_heads[cid] = SeriesHead(container_id=cid, ts=reading.ts, **values)
+        if reading.period_us:
+            period_updates[cid] = reading.period_us
+    if not rows:
+        return result
+    ensure_partitions({row[1].astimezone(UTC).date() for row in rows})
+    with transaction.atomic():
+        result.samples_written = write_samples(rows, method=method)
+        _upsert_heads(list(new_heads.values()))
+        for period_us in set(period_updates.values()):
+            Container.objects.filter(pk__in=[c for c, p in period_updates.items() if p == period_us]).exclude(
+                period_us=period_us
+            ).update(period_us=period_us)
+    return result
+
+
+def _checked_counters(reading: CounterReading, result: IngestResult) -> dict[str, float | int | None]:
+    values: dict[str, float | int | None] = {}
+    for name in COUNTER_FIELDS:
+        value = getattr(reading, name)
+        try:
+            check_counter(name, value)
+        except BadCounter as exc:
+            result.problems.append(f"{reading.namespace}/{reading.pod}/{reading.container} at {reading.ts}: {exc}")
+            value = None
+        values[name] = value
+    return values
+
+
+def write_samples(rows: Sequence[tuple], *, method: str = "auto") -> int:
+    """Insert sample rows (SAMPLE_COLUMNS order), ignoring ones already stored. Returns rows inserted.
+
+    On PostgreSQL "auto" is COPY into a temporary table then INSERT … ON CONFLICT DO NOTHING (measured faster than
+    bulk_create: see benchmarks/bench_ingest.py); elsewhere Django's bulk_create with ignore_conflicts.
+    """
+    if method == "auto":
+        method = "copy" if connection.vendor == "postgresql" else "bulk_create"
+    if method == "copy":
+        return _copy_samples(rows)
+    if method != "bulk_create":
+        raise ValueError(f"unknown write method {method!r}")
+    before = Sample.objects.count() if connection.vendor != "postgresql" else None
+    Sample.objects.bulk_create(
+        [Sample(**dict(zip(SAMPLE_COLUMNS, row, strict=True))) for row in rows], batch_size=2000, ignore_conflicts=True
+    )
+    if before is None:
+        return len(rows)  # PostgreSQL's bulk_create does not report ignored rows; readings were deduplicated already
+    return Sample.objects.count() - before
+
+
+def _copy_samples(rows: Sequence[tuple]) -> int:
+    cols = ", ".join(SAMPLE_COLUMNS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS sample_load (LIKE telemetry_sample INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+        )
+        raw = cursor.cursor  # the psycopg cursor, for COPY
+        with raw.copy(f"COPY sample_load ({cols}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        cursor.execute(f"INSERT INTO telemetry_sample ({cols}) SELECT {cols} FROM sample_load ON CONFLICT DO NOTHING")  # noqa: S608 - constant column names
+        inserted = cursor.rowcount
+        cursor.execute("TRUNCATE sample_load")
+    return inserted
+
+
+def _upsert_heads(heads: list[SeriesHead]) -> None:
+    """Move each series head forward; a head never goes back in time (a late, older reading leaves it alone)."""
+    if not heads:
+        return
+    cols = ("container_id", "ts", *COUNTER_FIELDS)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in cols[1:])
+    sql = (
+        f"INSERT INTO telemetry_serieshead ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))}) "  # noqa: S608 - constant column names
+        f"ON CONFLICT (container_id) DO UPDATE SET {updates} WHERE telemetry_serieshead.ts < excluded.ts"
+    )
+    params = [tuple(getattr(h, c) for c in cols) for h in heads]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
+# --- partitions ------------------------------------------------------------------------------------------------------
+
+_known_partitions: set[date] = set()
+PARTITION_PREFIX = "telemetry_sample_p"
+
+
+def partition_name(day: date) -> str:
+    return f"{PARTITION_PREFIX}{day:%Y%m%d}"
+
+
+def ensure_partitions(days: Iterable[date]) -> list[str]:
+    """Create the daily partitions that do not exist yet (PostgreSQL only). Returns the names created."""
+    if connection.vendor != "postgresql":
+        return []
+    created = []
+    # Only remember partitions once committed: inside an outer transaction (a test, a caller's atomic block) the
+    # creation may still be rolled back.
+    cacheable = not connection.in_atomic_block
+    for day in sorted(set(days) - _known_partitions):
+        name = partition_name(day)
+        with transaction.atomic(), connection.cursor() as cursor:
+            # Concurrent workers may race to create the same day; an advisory lock makes them take turns.
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext('telemetry_sample_partitions'))")
+            cursor.execute("SELECT to_regclass(%s)", [name])
+            if cursor.fetchone()[0] is None:
+                cursor.execute(
+                    f"CREATE TABLE {name} PARTITION OF telemetry_sample "
+                    f"FOR VALUES FROM ('{day.isoformat()} 00:00:00+00') TO ('{(day + timedelta(days=1)).isoformat()} 00:00:00+00')"
+                )
+                created.append(name)
+        if cacheable:
+            _known_partitions.add(day)
+    return created
+
+
+def list_partitions() -> list[tuple[str, date]]:
+    """The sample partitions that exist, with their day, oldest first (PostgreSQL only)."""
+    if connection.vendor != "postgresql":
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+            "WHERE i.inhparent = 'telemetry_sample'::regclass ORDER BY c.relname"
+        )
+        names = [r[0] for r in cursor.fetchall()]
+    out = []
+    for name in names:
+        suffix = name.removeprefix(PARTITION_PREFIX)
+        try:
+            out.append((name, datetime.strptime(suffix, "%Y%m%d").date()))
+        except ValueError:
+            log.warning("ignoring unexpected partition %s", name)
+    return out
+
+
+# --- retention and rollups ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RetentionResult:
+    partitions_dropped: list[str] = field(default_factory=list)
+    samples_deleted: int = 0
+    rollups_deleted: int = 0
+    pods_deleted: int = 0
+
+
+def apply_retention(*, now: datetime | None = None) -> RetentionResult:
+    """Drop raw samples older than CPUTUNE_RETENTION_RAW_DAYS (whole partitions on PostgreSQL, bounded deletes elsewhere),
+    rollups older than CPUTUNE_RETENTION_ROLLUP_DAYS, and pods not seen for that long. Also makes tomorrow's partition.
+    """
+    now = now or timezone.now()
+    result = RetentionResult()
+    raw_cutoff = now - timedelta(days=settings.CPUTUNE_RETENTION_RAW_DAYS)
+    if connection.vendor == "postgresql":
+        for name, day in list_partitions():
+            # A partition holds [day, day + 1): drop it once all of it is past the cutoff.
+            if datetime.combine(day + timedelta(days=1), datetime.min.time(), tzinfo=UTC) <= raw_cutoff:
+                with connection.cursor() as cursor:
+                    cursor.execute(f"DROP TABLE IF EXISTS {name}")
+                _known_partitions.discard(day)
+                result.partitions_dropped.append(name)
+        ensure_partitions([now.date(), (now + timedelta(days=1)).date()])
+    else:
+        result.samples_deleted = _delete_in_batches(Sample.objects.filter(ts__lt=raw_cutoff), ("container_id", "ts"))
+    rollup_cutoff = now - timedelta(days=settings.CPUTUNE_RETENTION_ROLLUP_DAYS)
+    result.rollups_deleted = _delete_in_batches(HourlyRollup.objects.filter(hour__lt=rollup_cutoff), ("id",))
+    stale = Pod.objects.filter(Q(last_seen__lt=rollup_cutoff) | Q(last_seen__isnull=True))
+    result.pods_deleted = _delete_in_batches(stale, ("id",))
+    return result
+
+
+def _delete_in_batches(queryset, key: tuple[str, ...]) -> int:
+    """Delete what the queryset matches in batches of DELETE_BATCH rows, so no transaction grows without bound."""
+    total = 0
+    if key == ("container_id", "ts"):
+        # Composite keys: delete up to the ts of the batch's last row (a few more rows when many share that instant).
+        while True:
+            boundary = list(queryset.order_by("ts").values_list("ts", flat=True)[DELETE_BATCH - 1 : DELETE_BATCH])
+            batch = queryset.filter(ts__lte=boundary[0]) if boundary else queryset
+            deleted, _ = batch.delete()
+            total += deleted
+            if not boundary:
+                return total
+    while True:
+        ids = list(queryset.values_list("pk", flat=True)[:DELETE_BATCH])
+        if not ids:
+            return total
+        queryset.model.objects.filter(pk__in=ids).delete()
+        total += len(ids)
+
+
+def rollup_hours(*, now: datetime | None = None, hours: int = 2) -> int:
+    """Recompute the hourly rollups of the last `hours` hours (the current one included) from raw samples.
+
+    Rows are replaced, so running it again, or over a still-open hour, is harmless. Returns rollup rows written.
+    Usage per interval in millicores is usage_seconds_delta / interval_s × 1000; intervals over 3 collection
+    intervals are gaps and are left out of usage percentiles and covered time.
+    """
+    now = now or timezone.now()
+    start = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=hours - 1)
+    max_gap_s = 3 * settings.CPUTUNE_COLLECT_INTERVAL
+    qs = (
+        Sample.objects.filter(ts__gte=start, ts__lt=start + timedelta(hours=hours))
+        .order_by("container_id", "ts")
+        .values_list(
+            "container_id",
+            "ts",
+            "interval_s",
+            "periods_delta",
+            "throttled_periods_delta",
+            "throttled_seconds_delta",
+            "usage_seconds_delta",
+            "threads",
+        )
+    )
+    groups: dict[tuple[int, datetime], list[tuple]] = {}
+    for row in qs.iterator(chunk_size=10000):
+        hour = row[1].replace(minute=0, second=0, microsecond=0)
+        groups.setdefault((row[0], hour), []).append(row)
+    rollups = [_rollup(container_id, hour, rows, max_gap_s) for (container_id, hour), rows in groups.items()]
+    with transaction.atomic():
+        HourlyRollup.objects.bulk_create(
+            rollups,
+            batch_size=2000,
+            update_conflicts=True,
+            unique_fields=["container", "hour"],
+            update_fields=[
+                "samples",
+                "covered_seconds",
+                "periods",
+                "throttled_periods",
+                "throttled_seconds",
+                "usage_seconds",
+                "usage_p95_mcpu",
+                "usage_max_mcpu",
+                "threads_max",
+            ],
+        )
+    return len(rollups)
+
+
+def _rollup(container_id: int, hour: datetime, rows: list[tuple], max_gap_s: float) -> HourlyRollup:
+    periods = throttled = None
+    throttled_s = usage_s = None
+    covered = 0.0
+    usages: list[float] = []
+    threads_max = None
+    for _cid, _ts, interval_s, d_periods, d_throttled, d_throttled_s, d_usage_s, threads in rows:
+        if threads is not None:
+            threads_max = threads if threads_max is None else max(threads_max, threads)
+        if interval_s is None or interval_s <= 0 or interval_s > max_gap_s:
+            continue
+        covered += interval_s
+        if d_periods is not None:
+            periods = (periods or 0) + d_periods
+        if d_throttled is not None:
+            throttled = (throttled or 0) + d_throttled
+        if d_throttled_s is not None:
+            throttled_s = (throttled_s or 0.0) + d_throttled_s
+        if d_usage_s is not None:
+            usage_s = (usage_s or 0.0) + d_usage_s
+            usages.append(d_usage_s / interval_s * 1000.0)
+    usages.sort()
+    return HourlyRollup(
+        container_id=container_id,
+        hour=hour,
+        samples=len(rows),
+        covered_seconds=covered,
+        periods=periods,
+        throttled_periods=throttled,
+        throttled_seconds=throttled_s,
+        usage_seconds=usage_s,
+        usage_p95_mcpu=_nearest_rank(usages, 0.95),
+        usage_max_mcpu=usages[-1] if usages else None,
+        threads_max=threads_max,
+    )
+
+
+def _nearest_rank(sorted_values: list[float], q: float) -> float | None:
+    if not sorted_values:
+        return None
+    return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]
+
+
+def copy_supported() -> bool:
+    return connection.vendor == "postgresql"
+
+
+__all__ = [
+    "IngestResult",
+    "RetentionResult",
+    "apply_retention",
+    "copy_supported",
+    "ensure_partitions",
+    "ingest",
+    "ingest_readings",
+    "list_partitions",
+    "rollup_hours",
+    "upsert_nodes",
+    "upsert_pods",
+    "write_samples",
+]

@@ -1,0 +1,23 @@
+"""Beat-scheduled maintenance of the time series. Thin: each task calls one service."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from . import services
+
+
+@shared_task(name="telemetry.rollup", acks_late=True, time_limit=600, soft_time_limit=540)
+def rollup() -> int:
+    return services.rollup_hours()
+
+
+@shared_task(name="telemetry.retention", acks_late=True, time_limit=3000, soft_time_limit=2700)
+def retention() -> dict:
+    result = services.apply_retention()
+    return {
+        "partitions_dropped": result.partitions_dropped,
+        "samples_deleted": result.samples_deleted,
+        "rollups_deleted": result.rollups_deleted,
+        "pods_deleted": result.pods_deleted,
+    }

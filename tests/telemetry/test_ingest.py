@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from apps.clusters.models import Container, Pod
+from apps.telemetry.models import Sample, SeriesHead
+from apps.telemetry.readings import Batch, CounterReading
+from apps.telemetry.services import ingest, ingest_readings
+from tests import factories as f
+
+pytestmark = pytest.mark.django_db
+
+
+def stored(container: str = "c0") -> list[Sample]:
+    return list(Sample.objects.filter(container__name=container).order_by("ts"))
+
+
+def test_ingest_stores_inventory_and_first_reading_without_deltas():
+    cluster = f.cluster()
+    batch = Batch(
+        nodes=[f.node_info()], pods=[f.pod_info()], readings=[f.reading(0, periods=100, throttled=10, usage_s=5.0)]
+    )
+
+    result = ingest(cluster, batch)
+
+    assert result.samples_written == 1
+    container = Container.objects.get(name="c0")
+    assert (container.request_mcpu, container.limit_mcpu, container.pod.node.name) == (250, 500, "node-a")
+    (sample,) = stored()
+    assert sample.periods_total == 100 and sample.periods_delta is None and sample.interval_s is None
+
+
+def test_second_reading_stores_the_increase_since_the_first():
+    cluster = f.cluster()
+    ingest(cluster, Batch(pods=[f.pod_info()], readings=[f.reading(0, periods=100, throttled=10, usage_s=5.0)]))
+    ingest(cluster, Batch(readings=[f.reading(1, periods=700, throttled=70, usage_s=32.0, throttled_s=3.5)]))
+
+    second = stored()[1]
+    assert second.interval_s == 60
+    assert (second.periods_delta, second.throttled_periods_delta) == (600, 60)
+    assert second.usage_seconds_delta == pytest.approx(27.0)
+    assert second.reset is False
+
+
+def test_ingesting_the_same_batch_twice_writes_once():
+    cluster = f.cluster()
+    batch = Batch(
+        pods=[f.pod_info()],
+        readings=[f.reading(m, periods=100 * (m + 1), throttled=m, usage_s=float(m)) for m in range(5)],
+    )
+    first = ingest(cluster, batch)
+    again = ingest(cluster, batch)
+
+    assert first.samples_written == 5
+    assert again.samples_written == 0 and again.duplicates == 5
+    assert Sample.objects.count() == 5
+    assert [s.periods_delta for s in stored()] == [None, 100, 100, 100, 100]
+
+
+def test_counter_reset_gives_a_non_negative_delta_equal_to_the_new_value():
+    cluster = f.cluster()
+    ingest(cluster, Batch(pods=[f.pod_info()], readings=[f.reading(0, periods=5000, throttled=900, usage_s=400.0)]))
+    # The container restarted: new cgroup, counters start again from zero.
+    ingest(cluster, Batch(readings=[f.reading(1, periods=40, throttled=3, usage_s=1.5)]))
+
+    after = stored()[1]
+    assert after.reset is True
+    assert (after.periods_delta, after.throttled_periods_delta, after.usage_seconds_delta) == (40, 3, 1.5)
+
+
+def test_readings_for_containers_missing_from_the_inventory_are_kept():
+    cluster = f.cluster()
+    result = ingest_readings(
+        cluster, [f.reading(0, periods=1, throttled=0, usage_s=0.1, pod="late-pod", container="app")]
+    )
+
+    assert result.samples_written == 1 and result.containers_created == 1
+    assert Pod.objects.get(name="late-pod").namespace == "shop"
+
+
+def test_impossible_counter_values_are_dropped_with_a_problem_and_the_rest_kept():
+    cluster = f.cluster()
+    bad = CounterReading(
+        namespace="shop",
+        pod="web-1",
+        container="c0",
+        ts=f.T0,
+        periods_total=10,
+        throttled_periods_total=2,
+        throttled_seconds_total=float(2**64 - 1),
+        usage_seconds_total=float("nan"),
+    )
+    good = f.reading(0, periods=5, throttled=1, usage_s=0.2, container="c1")
+
+    result = ingest(cluster, Batch(pods=[f.pod_info(containers=2)], readings=[bad, good]))
+
+    assert result.samples_written == 2
+    assert len(result.problems) == 2 and "2**53" in result.problems[0] + result.problems[1]
+    sample = stored("c0")[0]
+    assert sample.periods_total == 10 and sample.throttled_seconds_total is None and sample.usage_seconds_total is None
+
+
+def test_a_late_older_reading_never_moves_the_series_head_back():
+    cluster = f.cluster()
+    ingest(cluster, Batch(pods=[f.pod_info()], readings=[f.reading(5, periods=500, throttled=5, usage_s=5.0)]))
+    result = ingest_readings(cluster, [f.reading(2, periods=200, throttled=2, usage_s=2.0)])
+
+    assert result.duplicates == 1
+    assert SeriesHead.objects.get().ts == f.T0 + timedelta(minutes=5)
+
+
+def test_unordered_readings_in_one_batch_are_applied_in_time_order():
+    cluster = f.cluster()
+    readings = [f.reading(m, periods=100 * m, throttled=m, usage_s=float(m)) for m in (3, 1, 2)]
+    ingest(cluster, Batch(pods=[f.pod_info()], readings=readings))
+
+    assert [s.periods_delta for s in stored()] == [None, 100, 100]
