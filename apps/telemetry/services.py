@@ -20,7 +20,7 @@ from django.utils import timezone
 from apps.clusters.models import Cluster, Container, Node, Pod
 
 from .counters import BadCounter, check_counter, counter_delta
-from .models import HourlyRollup, Sample, SeriesHead
+from .models import HourlyRollup, Sample
 from .readings import Batch, CounterReading, NodeInfo, PodInfo
 
 log = logging.getLogger(__name__)
@@ -165,18 +165,15 @@ def _pod_ids(cluster: Cluster, keys: Iterable[tuple[str, str]]) -> dict[tuple[st
     return {(ns, name): pk for ns, name, pk in rows if (ns, name) in keys}
 
 
-def _container_ids(
+def _containers_with_heads(
     cluster: Cluster, readings: Sequence[CounterReading], now: datetime, result: IngestResult
-) -> dict[tuple[str, str, str], int]:
-    """(namespace, pod, container) → container id; containers not in the inventory yet are created bare, not dropped."""
+) -> dict[tuple[str, str, str], tuple]:
+    """(namespace, pod, container) → (id, period_us, head ts, head counters…) in one query per 5,000 pods.
+
+    Containers not in the inventory yet (a pod started after the list) are created bare, not dropped.
+    """
     wanted = {(r.namespace, r.pod, r.container) for r in readings}
-    pod_names = {p for _, p, _ in wanted}
-    found: dict[tuple[str, str, str], int] = {}
-    for chunk in _chunks(sorted(pod_names), 5000):
-        rows = Container.objects.filter(pod__cluster=cluster, pod__name__in=chunk).values_list(
-            "pod__namespace", "pod__name", "name", "id"
-        )
-        found.update({(ns, p, c): pk for ns, p, c, pk in rows if (ns, p, c) in wanted})
+    found = _lookup_containers(cluster, wanted, {(ns, p) for ns, p, _ in wanted})
     missing = wanted - found.keys()
     if missing:
         node_of = {(r.namespace, r.pod): r.node for r in readings}
@@ -197,11 +194,48 @@ def _container_ids(
             ignore_conflicts=True,
         )
         result.containers_created += len(missing)
-        for chunk in _chunks(sorted({p for _, p, _ in missing}), 5000):
-            rows = Container.objects.filter(pod__cluster=cluster, pod__name__in=chunk).values_list(
-                "pod__namespace", "pod__name", "name", "id"
-            )
-            found.update({(ns, p, c): pk for ns, p, c, pk in rows if (ns, p, c) in wanted})
+        found.update(_lookup_containers(cluster, missing, pods))
+    return found
+
+
+_LOOKUP_SQL = """
+SELECT p.namespace, p.name, c.name, c.id, c.period_us, h.ts, h.periods_total, h.throttled_periods_total,
+       h.throttled_seconds_total, h.usage_seconds_total
+FROM clusters_container c
+JOIN clusters_pod p ON p.id = c.pod_id
+LEFT JOIN telemetry_serieshead h ON h.container_id = c.id
+{join}
+WHERE p.cluster_id = %s {where}
+"""
+# PostgreSQL takes the wanted pods as two arrays (thousands of placeholders cost more to parse than the query runs);
+# SQLite as a VALUES list of pairs.
+_LOOKUP_PG = _LOOKUP_SQL.format(
+    join="JOIN unnest(%s::text[], %s::text[]) AS w(namespace, name) ON w.namespace = p.namespace AND w.name = p.name",
+    where="",
+)
+
+
+def _lookup_containers(
+    cluster: Cluster, wanted: set[tuple[str, str, str]], pods: set[tuple[str, str]]
+) -> dict[tuple[str, str, str], tuple]:
+    # Raw SQL: the ORM's values_list spent 0.33 s of a 1.1 s batch of 10,000 readings building rows in profiling.
+    found: dict[tuple[str, str, str], tuple] = {}
+    with connection.cursor() as cursor:
+        for chunk in _chunks(sorted(pods), 5000):
+            if connection.vendor == "postgresql":
+                cursor.execute(_LOOKUP_PG, [[ns for ns, _ in chunk], [name for _, name in chunk], cluster.pk])
+            else:
+                pairs = ", ".join(["(%s, %s)"] * len(chunk))
+                where = f"AND (p.namespace, p.name) IN (VALUES {pairs})"
+                cursor.execute(
+                    _LOOKUP_SQL.format(join="", where=where), [cluster.pk, *(v for pair in chunk for v in pair)]
+                )
+            for row in cursor.fetchall():
+                if row[:3] in wanted:
+                    ts = row[5]
+                    if ts is not None and ts.tzinfo is None:  # SQLite returns naive UTC
+                        ts = ts.replace(tzinfo=UTC)
+                    found[row[:3]] = (row[3], row[4], ts, *row[6:])
     return found
 
 
@@ -235,64 +269,48 @@ def ingest_readings(
     result = IngestResult()
     if not readings:
         return result
-    container_ids = _container_ids(cluster, readings, now, result)
-    ordered = sorted(readings, key=lambda r: r.ts)
-    heads = {h.container_id: h for h in SeriesHead.objects.filter(container_id__in=set(container_ids.values()))}
+    containers = _containers_with_heads(cluster, readings, now, result)
     rows: list[tuple] = []
-    new_heads: dict[int, SeriesHead] = {}
+    heads: dict[int, tuple] = {}  # container id → (id, ts, *counters): the new head after this batch
     period_updates: dict[int, int] = {}
-    for reading in ordered:
-        cid = container_ids[(reading.namespace, reading.pod, reading.container)]
+    for reading in sorted(readings, key=lambda r: r.ts):
+        cid, period_us, head_ts, *head_values = containers[(reading.namespace, reading.pod, reading.container)]
+        if cid in heads:  # several readings of one container in this batch: chain from the previous one
+            head_ts, *head_values = heads[cid][1:]
         values = _checked_counters(reading, result)
-        head = new_heads.get(cid) or heads.get(cid)
-        if head is not None and reading.ts <= head.ts:
+        if head_ts is not None and reading.ts <= head_ts:
             result.duplicates += 1
             continue
-        deltas: list[float | int | None] = []
         reset = False
         interval_s = None
-        if head is not None:
-            interval_s = (reading.ts - head.ts).total_seconds()
-            for name in COUNTER_FIELDS:
-                delta, was_reset = counter_delta(getattr(head, name), values[name])
-                deltas.append(delta)
+        deltas: list[float | int | None] = [None, None, None, None]
+        if head_ts is not None:
+            interval_s = (reading.ts - head_ts).total_seconds()
+            for i in range(4):
+                deltas[i], was_reset = counter_delta(head_values[i], values[i])
                 reset = reset or was_reset
-        else:
-            deltas = [None, None, None, None]
         if reset:
             result.resets += 1
-        rows.append(
-            (
-                cid,
-                reading.ts,
-                values["periods_total"],
-                values["throttled_periods_total"],
-                values["throttled_seconds_total"],
-                values["usage_seconds_total"],
-                reading.threads,
-                interval_s,
-                *deltas,
-                reset,
-            )
-        )
-        new_heads[cid] = SeriesHead(container_id=cid, ts=reading.ts, **values)
-        if reading.period_us:
+        rows.append((cid, reading.ts, *values, reading.threads, interval_s, *deltas, reset))
+        heads[cid] = (cid, reading.ts, *values)
+        if reading.period_us and reading.period_us != period_us:
             period_updates[cid] = reading.period_us
     if not rows:
         return result
     ensure_partitions({row[1].astimezone(UTC).date() for row in rows})
     with transaction.atomic():
         result.samples_written = write_samples(rows, method=method)
-        _upsert_heads(list(new_heads.values()))
+        _upsert_heads(list(heads.values()))
         for period_us in set(period_updates.values()):
-            Container.objects.filter(pk__in=[c for c, p in period_updates.items() if p == period_us]).exclude(
+            Container.objects.filter(pk__in=[c for c, p in period_updates.items() if p == period_us]).update(
                 period_us=period_us
-            ).update(period_us=period_us)
+            )
     return result
 
 
-def _checked_counters(reading: CounterReading, result: IngestResult) -> dict[str, float | int | None]:
-    values: dict[str, float | int | None] = {}
+def _checked_counters(reading: CounterReading, result: IngestResult) -> list[float | int | None]:
+    """The reading's four counters (COUNTER_FIELDS order), with impossible values replaced by None and noted."""
+    values: list[float | int | None] = []
     for name in COUNTER_FIELDS:
         value = getattr(reading, name)
         try:
@@ -300,7 +318,7 @@ def _checked_counters(reading: CounterReading, result: IngestResult) -> dict[str
         except BadCounter as exc:
             result.problems.append(f"{reading.namespace}/{reading.pod}/{reading.container} at {reading.ts}: {exc}")
             value = None
-        values[name] = value
+        values.append(value)
     return values
 
 
@@ -341,19 +359,33 @@ def _copy_samples(rows: Sequence[tuple]) -> int:
     return inserted
 
 
-def _upsert_heads(heads: list[SeriesHead]) -> None:
-    """Move each series head forward; a head never goes back in time (a late, older reading leaves it alone)."""
+HEAD_COLUMNS = ("container_id", "ts", *COUNTER_FIELDS)
+
+
+def _upsert_heads(heads: list[tuple]) -> None:
+    """Move each series head forward (rows in HEAD_COLUMNS order); a head never goes back in time.
+
+    PostgreSQL: COPY into a temporary table, then one INSERT … ON CONFLICT DO UPDATE (executemany of 10,000 upserts
+    took 2 s of a 7 s batch in profiling). Elsewhere: executemany of the same upsert.
+    """
     if not heads:
         return
-    cols = ("container_id", "ts", *COUNTER_FIELDS)
-    updates = ", ".join(f"{c} = excluded.{c}" for c in cols[1:])
-    sql = (
-        f"INSERT INTO telemetry_serieshead ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))}) "  # noqa: S608 - constant column names
-        f"ON CONFLICT (container_id) DO UPDATE SET {updates} WHERE telemetry_serieshead.ts < excluded.ts"
-    )
-    params = [tuple(getattr(h, c) for c in cols) for h in heads]
+    cols = ", ".join(HEAD_COLUMNS)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in HEAD_COLUMNS[1:])
+    conflict = f"ON CONFLICT (container_id) DO UPDATE SET {updates} WHERE telemetry_serieshead.ts < excluded.ts"
     with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS head_load (LIKE telemetry_serieshead) ON COMMIT DELETE ROWS"
+            )
+            with cursor.cursor.copy(f"COPY head_load ({cols}) FROM STDIN") as copy:
+                for row in heads:
+                    copy.write_row(row)
+            cursor.execute(f"INSERT INTO telemetry_serieshead ({cols}) SELECT {cols} FROM head_load {conflict}")  # noqa: S608 - constant column names
+            cursor.execute("TRUNCATE head_load")
+        else:
+            placeholders = ", ".join(["%s"] * len(HEAD_COLUMNS))
+            cursor.executemany(f"INSERT INTO telemetry_serieshead ({cols}) VALUES ({placeholders}) {conflict}", heads)  # noqa: S608 - constant column names
 
 
 # --- partitions ------------------------------------------------------------------------------------------------------

@@ -1,0 +1,21 @@
+"""`manage.py agent`: run the node agent from a Django install (the DaemonSet image runs apps/collector/agent.py alone)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.collector import agent
+
+
+class Command(BaseCommand):
+    help = "Read this node's kubelet CPU cgroups and push them to cputune's ingest API every --interval seconds."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        agent.add_arguments(parser)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        status = agent.run(agent.AgentOptions.from_mapping(options))
+        if status != 0:
+            raise CommandError(f"agent stopped with status {status} (see the log above)", returncode=status)
