@@ -49,3 +49,23 @@ class CollectionProblem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node or 'cluster'}: {self.message[:80]}"
+
+
+class NodeResult(models.Model):
+    """How reading one node went in one run; (run, node) is unique so a redelivered node task is recognised."""
+
+    run = models.ForeignKey(CollectionRun, on_delete=models.CASCADE, related_name="node_results")
+    node = models.CharField(max_length=253)
+    ok = models.BooleanField()
+    readings = models.PositiveIntegerField(default=0)
+    samples_written = models.PositiveIntegerField(default=0)
+    duration_s = models.FloatField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["node"]
+        constraints = [models.UniqueConstraint(fields=["run", "node"], name="node_result_once_per_run")]
+
+    def __str__(self) -> str:
+        return f"{self.node}: {'ok' if self.ok else self.error[:60]}"

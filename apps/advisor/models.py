@@ -1,0 +1,63 @@
+"""Current findings: one row per (container, window) with every report field, written by services.refresh_findings
+after each collection, read by pages, CSV and API without recomputing anything."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from apps.clusters.models import Cluster, Container
+
+
+class Window(models.TextChoices):
+    HOUR = "1h", "last hour"
+    DAY = "24h", "last 24 hours"
+    WEEK = "7d", "last 7 days"
+
+
+WINDOW_SECONDS = {Window.HOUR: 3600, Window.DAY: 86400, Window.WEEK: 7 * 86400}
+
+
+class Finding(models.Model):
+    container = models.ForeignKey(Container, on_delete=models.CASCADE, related_name="findings")
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    namespace = models.CharField(max_length=63)
+    window = models.CharField(max_length=4, choices=Window.choices)
+    computed_at = models.DateTimeField()
+    window_start = models.DateTimeField(null=True, help_text="Null for lifetime figures (a single reading).")
+    window_end = models.DateTimeField()
+    lifetime = models.BooleanField(default=False)
+
+    node_cpus = models.FloatField(null=True)
+    shares = models.IntegerField(null=True)
+    shares_floor_mcpu = models.IntegerField(null=True)
+    quota_ceiling_mcpu = models.IntegerField(null=True)
+    period_us = models.IntegerField(null=True)
+    usage_avg_mcpu = models.FloatField(null=True)
+    usage_p95_mcpu = models.FloatField(null=True)
+    usage_max_mcpu = models.FloatField(null=True)
+    throttle_ratio = models.FloatField(null=True)
+    throttled_seconds_per_second = models.FloatField(null=True)
+    periods = models.BigIntegerField(null=True)
+    throttled_periods = models.BigIntegerField(null=True)
+    threads = models.IntegerField(null=True)
+    samples = models.IntegerField(default=0)
+    kernel_version = models.CharField(max_length=200, blank=True)
+    kernel_verdict = models.CharField(max_length=16, blank=True)
+    kernel_bug = models.CharField(max_length=16, blank=True)
+
+    recommendations = models.JSONField(default=list)
+    kinds = models.CharField(
+        max_length=200, blank=True, help_text="',kind,kind,' for filtering by recommendation kind."
+    )
+    severity_rank = models.SmallIntegerField(default=9, help_text="0 critical, 1 warning, 2 info, 9 none.")
+    explanation = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["container", "window"], name="finding_once_per_window")]
+        indexes = [
+            models.Index(fields=["cluster", "namespace", "window", "throttle_ratio"], name="finding_ns_ratio"),
+            models.Index(fields=["cluster", "window", "throttle_ratio"], name="finding_cluster_ratio"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.container} [{self.window}] ratio={self.throttle_ratio}"

@@ -1,0 +1,214 @@
+"""Collection: one run per cluster per cycle — inventory first, then every node on its own, so one bad node never
+spoils the rest. The Celery tasks, `manage.py collect` and the tests all call these functions.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import timedelta
+
+from django.db import close_old_connections, connection, transaction
+from django.db.models import Count, F, Q, Sum
+from django.utils import timezone
+
+from apps.clusters.models import Cluster, Node
+from apps.telemetry.services import ingest_readings, upsert_nodes, upsert_pods
+
+from .models import CollectionProblem, CollectionRun, NodeResult
+from .registry import Source, SourceUnavailable, source_for
+
+log = logging.getLogger(__name__)
+MAX_PROBLEMS_PER_NODE = 20
+
+
+def start_run(cluster: Cluster) -> CollectionRun:
+    return CollectionRun.objects.create(cluster=cluster, source=cluster.source, started_at=timezone.now())
+
+
+def collect_inventory(run: CollectionRun, source: Source | None = None) -> list[str]:
+    """List nodes and pods, store them, and return the names of the nodes to read. Marks the run failed and
+    returns [] when the source cannot be reached."""
+    cluster = run.cluster
+    try:
+        source = source or source_for(cluster)
+        inventory = source.inventory()
+    except SourceUnavailable as exc:
+        fail_run(run, str(exc))
+        return []
+    now = timezone.now()
+    with transaction.atomic():
+        node_ids = upsert_nodes(cluster, inventory.nodes, now)
+        upsert_pods(cluster, inventory.pods, now, node_ids)
+        _add_problems(run, "", inventory.problems)
+    names = sorted(n.name for n in inventory.nodes)
+    CollectionRun.objects.filter(pk=run.pk).update(nodes_total=len(names))
+    run.nodes_total = len(names)
+    if not names:
+        finish_run(run.pk)
+    return names
+
+
+def collect_node(run_id: int, node: str, source: Source | None = None) -> tuple[NodeResult, bool]:
+    """Read one node and store its readings; returns its result and whether this node's outcome closed the run.
+
+    Raises when the node cannot be read (the caller records the failure: see record_node_failure); a node already
+    done in this run (a redelivered task) is not read twice.
+    """
+    done = NodeResult.objects.filter(run_id=run_id, node=node, ok=True).first()
+    if done is not None:
+        return done, False
+    run = CollectionRun.objects.select_related("cluster").get(pk=run_id)
+    started = time.monotonic()
+    now = timezone.now()
+    source = source or source_for(run.cluster)
+    read = source.read_node(node, now)
+    readings = [r if r.node else replace(r, node=node) for r in read.readings]
+    with transaction.atomic():
+        result = ingest_readings(run.cluster, readings, now=now)
+        node_updates: dict[str, object] = {"last_seen": now}
+        if read.has_cfs_counters is not None:
+            node_updates["has_cfs_counters"] = read.has_cfs_counters
+        Node.objects.filter(cluster=run.cluster, name=node).update(**node_updates)
+        if read.node_info is not None:
+            upsert_nodes(run.cluster, [read.node_info], now)
+        _add_problems(run, node, [*read.problems, *result.problems])
+        outcome, _ = NodeResult.objects.update_or_create(
+            run=run,
+            node=node,
+            defaults={
+                "ok": True,
+                "readings": len(readings),
+                "samples_written": result.samples_written,
+                "duration_s": time.monotonic() - started,
+                "error": "",
+            },
+        )
+    return outcome, _count_and_maybe_finish(run_id)
+
+
+def record_node_failure(run_id: int, node: str, error: BaseException | str) -> bool:
+    """The node could not be read after its retries: say why on the run; the other nodes are unaffected.
+    Returns whether this closed the run."""
+    if isinstance(error, str):
+        message = error
+    else:
+        message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    NodeResult.objects.update_or_create(run_id=run_id, node=node, defaults={"ok": False, "error": message[:2000]})
+    return _count_and_maybe_finish(run_id)
+
+
+def _count_and_maybe_finish(run_id: int) -> bool:
+    counts = NodeResult.objects.filter(run_id=run_id).aggregate(
+        n_ok=Count("id", filter=Q(ok=True)), n_failed=Count("id", filter=Q(ok=False)), n_samples=Sum("samples_written")
+    )
+    CollectionRun.objects.filter(pk=run_id).update(
+        nodes_ok=counts["n_ok"], nodes_failed=counts["n_failed"], samples_written=counts["n_samples"] or 0
+    )
+    if counts["n_ok"] + counts["n_failed"] >= CollectionRun.objects.values_list("nodes_total", flat=True).get(
+        pk=run_id
+    ):
+        return finish_run(run_id)
+    return False
+
+
+def finish_run(run_id: int) -> bool:
+    """Close the run once every node has an outcome. True for the one caller that closed it."""
+    updated = (
+        CollectionRun.objects.filter(pk=run_id, finished_at__isnull=True)
+        .filter(Q(nodes_total__lte=F("nodes_ok") + F("nodes_failed")))
+        .update(
+            finished_at=timezone.now(),
+            status=_status_expression(),
+        )
+    )
+    return bool(updated)
+
+
+def _status_expression():
+    from django.db.models import Case, Value, When
+
+    return Case(
+        When(nodes_total=0, then=Value(CollectionRun.Status.FAILED)),
+        When(nodes_failed=0, then=Value(CollectionRun.Status.OK)),
+        When(nodes_ok=0, then=Value(CollectionRun.Status.FAILED)),
+        default=Value(CollectionRun.Status.PARTIAL),
+    )
+
+
+def close_stale_runs(max_age_s: float) -> int:
+    """Close runs still open after max_age_s: the tasks of their silent nodes expired or were lost. The silent
+    nodes count as failed, with a problem saying so. Returns the number of runs closed."""
+    cutoff = timezone.now() - timedelta(seconds=max_age_s)
+    closed = 0
+    for run in CollectionRun.objects.filter(finished_at__isnull=True, started_at__lt=cutoff):
+        _count_and_maybe_finish(run.pk)
+        run.refresh_from_db()
+        silent = run.nodes_total - run.nodes_ok - run.nodes_failed
+        if run.finished_at is None and silent > 0:
+            CollectionProblem.objects.create(
+                run=run,
+                message=f"{silent} node(s) gave no outcome within {max_age_s:.0f} s: their tasks expired or were lost",
+            )
+            CollectionRun.objects.filter(pk=run.pk, finished_at__isnull=True).update(
+                finished_at=timezone.now(),
+                nodes_failed=F("nodes_failed") + silent,
+                status=CollectionRun.Status.PARTIAL if run.nodes_ok else CollectionRun.Status.FAILED,
+            )
+            closed += 1
+    return closed
+
+
+def fail_run(run: CollectionRun, message: str) -> None:
+    CollectionProblem.objects.create(run=run, node="", message=message)
+    CollectionRun.objects.filter(pk=run.pk).update(finished_at=timezone.now(), status=CollectionRun.Status.FAILED)
+
+
+def _add_problems(run: CollectionRun, node: str, problems: list[str]) -> None:
+    if not problems:
+        return
+    shown = problems[:MAX_PROBLEMS_PER_NODE]
+    if len(problems) > len(shown):
+        shown.append(f"… and {len(problems) - len(shown)} more problems")
+    CollectionProblem.objects.bulk_create([CollectionProblem(run=run, node=node, message=p[:2000]) for p in shown])
+
+
+def collect_once(cluster: Cluster, *, workers: int = 4, refresh: bool = True) -> CollectionRun:
+    """A whole cycle in this process (manage.py collect --once, tests): inventory, then the nodes in a thread pool
+    (scrapes wait on the network), each failure recorded against its node; then the findings are refreshed."""
+    run = start_run(cluster)
+    try:
+        source = source_for(cluster)
+    except SourceUnavailable as exc:
+        fail_run(run, str(exc))
+        run.refresh_from_db()
+        return run
+    try:
+        nodes = collect_inventory(run, source)
+
+        def one(node: str) -> None:
+            try:
+                collect_node(run.pk, node, source)
+            except Exception as exc:
+                log.warning("node %s failed: %s", node, exc)
+                record_node_failure(run.pk, node, exc)
+            finally:
+                close_old_connections()
+
+        # SQLite takes one writer at a time: threads would only queue on its lock (or fail with "table is locked").
+        if workers <= 1 or len(nodes) <= 1 or connection.vendor == "sqlite":
+            for node in nodes:
+                one(node)
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                list(pool.map(one, nodes))
+    finally:
+        source.close()
+    run.refresh_from_db()
+    if refresh and run.nodes_ok:
+        from apps.advisor.services import refresh_findings
+
+        refresh_findings(cluster)
+    return run
