@@ -1,0 +1,188 @@
+"""Plain-language explanation of one container's CPU: its floor, its ceiling, what its throttling costs, and why
+each piece of advice follows. Pure Python; the page and the chat summaries show this text as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from apps.advisor.cfs import DEFAULT_SLICE_US, quota_shape, throttled_response
+from apps.advisor.rules import (
+    ContainerFacts,
+    Policy,
+    Recommendation,
+    format_mcpu,
+    format_ms,
+    format_number,
+    format_ratio,
+)
+from apps.clusters.kubelet import quota_us_from_limit_mcpu, shares_from_request_mcpu
+
+
+def _data_paragraph(facts: ContainerFacts) -> str:
+    window = facts.window
+    if window.lifetime:
+        return (
+            f"Only one reading so far (at {window.window_end:%Y-%m-%d %H:%M} UTC): the counters below are since the "
+            "container started (lifetime), not for a recent window. A second reading gives window figures."
+        )
+    if window.samples == 0:
+        return "No usable samples in this window: nothing can be judged yet" + (
+            f" ({window.gaps_ignored} samples followed gaps and were ignored)." if window.gaps_ignored else "."
+        )
+    covered = window.covered_seconds or 0.0
+    text = f"{window.samples} samples covering {covered / 60:.0f} min"
+    if window.window_start is not None:
+        text += f" of the window {window.window_start:%Y-%m-%d %H:%M}–{window.window_end:%H:%M} UTC"
+    if window.gaps_ignored:
+        text += f"; {window.gaps_ignored} samples after a gap in collection were ignored rather than spread"
+    return text + "."
+
+
+def _floor_paragraph(facts: ContainerFacts) -> str:
+    request = facts.request_mcpu
+    if not request:
+        floor = ""
+        if facts.shares_floor_mcpu is not None:
+            floor = f" ({format_mcpu(facts.shares_floor_mcpu)} on this node)"
+        return (
+            "Floor: no CPU request, so it has the minimum of 2 cpu.shares. When the node is busy CPU time is split "
+            f"in proportion to shares, and 2 shares is next to nothing{floor}: it runs only on CPU others leave idle."
+        )
+    shares = shares_from_request_mcpu(request)
+    text = f"Floor: its request of {format_mcpu(request)} becomes {shares:,} cpu.shares ({request}m × 1024 / 1000)."
+    if facts.shares_floor_mcpu is not None and facts.node_total_shares and facts.node_allocatable_mcpu:
+        text += (
+            f" CPU time is split in proportion to shares when every pod wants CPU: {facts.node_allocatable_mcpu:,}m "
+            f"allocatable × its share of the {facts.node_total_shares:,} shares on the node = "
+            f"{format_mcpu(facts.shares_floor_mcpu)} guaranteed under full contention"
+        )
+        if facts.shares_floor_mcpu > request:
+            text += " (more than its request: the node is not fully requested)"
+        text += "; when neighbours are idle it can use more, up to " + (
+            "its limit." if facts.limit_mcpu else "the whole node."
+        )
+    else:
+        text += " What that guarantees under contention depends on its neighbours' shares, which are not known here."
+    return text
+
+
+def _ceiling_paragraph(facts: ContainerFacts) -> str:
+    limit = facts.limit_mcpu
+    if not limit:
+        return (
+            "Ceiling: no CPU limit, so no CFS quota of its own: it is never throttled by one and can use any idle "
+            "CPU on the node (a pod-level quota, set when every container of the pod has a limit, can still apply)."
+        )
+    quota_us = quota_us_from_limit_mcpu(limit, facts.period_us) or 0
+    slice_us = facts.cfs_slice_us or DEFAULT_SLICE_US
+    shape = quota_shape(quota_us, facts.period_us, facts.node_cpus, slice_us)
+    text = (
+        f"Ceiling: its limit of {format_mcpu(limit)} is a quota of {format_ms(quota_us)} of CPU time per "
+        f"{format_ms(facts.period_us)} period (cpu.cfs_quota_us {quota_us} / cpu.cfs_period_us {facts.period_us}), "
+        "shared by all its threads. Once they have used it, every one of them waits for the next period. The "
+        f"quota is handed to CPUs in slices of {format_ms(slice_us)}: {format_number(shape.slices_per_period)} slices"
+    )
+    if shape.cpus_fed is not None:
+        text += f", so it can run on at most {shape.cpus_fed} of this node's {facts.node_cpus} CPUs at once"
+    return text + "."
+
+
+def _latency_paragraph(facts: ContainerFacts, policy: Policy) -> str:
+    window = facts.window
+    if window.periods is None:
+        if facts.limit_mcpu:
+            return (
+                "Throttling: no CFS counters for this container (the source exposes none, or it has not run under "
+                "its quota yet), so its throttling is unknown, not zero."
+            )
+        return "Throttling: none possible without a quota."
+    if window.throttle_ratio is None:
+        return (
+            "Throttling: no enforcement periods in this window (it did not run under its quota), so the throttle "
+            "ratio is undefined rather than 0."
+        )
+    scope = "since it started" if window.lifetime else "in this window"
+    text = (
+        f"Throttling: it ran out of quota in {window.throttled_periods:,} of the {window.periods:,} periods it was "
+        f"runnable {scope}, a throttle ratio of {format_ratio(window.throttle_ratio)} (target "
+        f"{format_ratio(policy.throttle_target)})."
+    )
+    if window.periods < policy.min_periods:
+        text += f" That is too few periods to judge (at least {policy.min_periods} needed), so no advice rests on it."
+    if window.throttled_seconds_per_second is not None:
+        text += (
+            f" Its threads spent {window.throttled_seconds_per_second:.2f} s per second waiting in total; that sum "
+            "grows with the thread count, which is why the ratio is the figure to rank by."
+        )
+    if facts.limit_mcpu and window.throttle_ratio > 0:
+        period_ms = facts.period_us / 1000
+        text += (
+            f" A request that runs out of quota waits for the next period: with a {format_ms(facts.period_us)} "
+            f"period its latency percentiles plateau at about {period_ms:g} ms and {2 * period_ms:g} ms above normal "
+            "(one or two periods of waiting)."
+        )
+        quota_ms = (quota_us_from_limit_mcpu(facts.limit_mcpu, facts.period_us) or 0) / 1000
+        if quota_ms < period_ms:
+            work_ms = 2 * period_ms
+            response = throttled_response(work_ms, quota_ms, period_ms)
+            text += (
+                f" For example a single-threaded request needing {work_ms:g} ms of CPU gets {quota_ms:g} ms per "
+                f"period and answers after {response.response_ms:g} ms, not {work_ms:g} ms, while usage graphs show "
+                f"only {format_mcpu(response.usage_mcpu_over_periods)}."
+            )
+        else:
+            text += (
+                f" One thread alone cannot use {quota_ms:g} ms in a {period_ms:g} ms period, so throttling here "
+                f"means several threads ran at once: n threads spend the quota in {quota_ms:g}/n ms."
+            )
+    return text
+
+
+def _usage_paragraph(facts: ContainerFacts) -> str | None:
+    window = facts.window
+    if window.usage_avg_mcpu is not None:
+        parts = [f"average {format_mcpu(window.usage_avg_mcpu)}"]
+        if window.usage_p95_mcpu is not None:
+            parts.append(f"p95 {format_mcpu(window.usage_p95_mcpu)}")
+        if window.usage_max_mcpu is not None:
+            parts.append(f"max {format_mcpu(window.usage_max_mcpu)}")
+        text = "Usage: " + ", ".join(parts) + " (per sample interval: bursts shorter than that are averaged away)."
+    elif window.usage_active_mcpu is not None:
+        text = (
+            f"Usage: {format_mcpu(window.usage_active_mcpu)} on average over the periods it ran since it started "
+            "(lifetime CPU time ÷ those periods)."
+        )
+    else:
+        return None
+    if facts.limit_mcpu and window.usage_p95_mcpu is not None:
+        text += f" Its p95 is {format_ratio(window.usage_p95_mcpu / facts.limit_mcpu)} of its limit."
+    if window.threads_max:
+        text += f" Up to {window.threads_max} threads."
+    return text
+
+
+def explain_paragraphs(
+    facts: ContainerFacts, recommendations: Sequence[Recommendation], policy: Policy | None = None
+) -> tuple[str, ...]:
+    """The explanation as paragraphs: data, floor, ceiling, throttling and latency, usage, then each advice's reason."""
+    policy = policy or Policy()
+    paragraphs = [_data_paragraph(facts), _floor_paragraph(facts), _ceiling_paragraph(facts)]
+    if facts.window.samples or facts.window.lifetime:
+        paragraphs.append(_latency_paragraph(facts, policy))
+        usage = _usage_paragraph(facts)
+        if usage:
+            paragraphs.append(usage)
+    if recommendations:
+        for recommendation in recommendations:
+            paragraphs.append(f"Why {recommendation.kind.replace('_', ' ')}: {recommendation.detail}")
+    elif facts.window.lifetime:
+        paragraphs.append("No change suggested from lifetime counters alone; a window of samples adds usage figures.")
+    elif facts.window.samples:
+        paragraphs.append("No change suggested: nothing in this window crosses a threshold.")
+    return tuple(paragraphs)
+
+
+def explain(facts: ContainerFacts, recommendations: Sequence[Recommendation], policy: Policy | None = None) -> str:
+    """Plain text, paragraphs separated by blank lines. Handles no limit, no request, no data and lifetime data."""
+    return "\n\n".join(explain_paragraphs(facts, recommendations, policy))

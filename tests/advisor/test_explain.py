@@ -1,0 +1,147 @@
+"""The explanation a person reads: floor, ceiling, what the ratio costs in latency, and why each advice follows."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from apps.advisor.cfs import pod_shares_floor
+from apps.advisor.explain import explain, explain_paragraphs
+from apps.advisor.rules import ContainerFacts, Policy, advise
+from apps.advisor.windows import WindowSummary
+
+T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
+POLICY = Policy()
+
+THROTTLED = WindowSummary(
+    window_start=T0,
+    window_end=T0 + timedelta(hours=1),
+    periods=36_000,
+    throttled_periods=10_800,
+    throttle_ratio=0.3,
+    throttled_seconds_per_second=1.25,
+    usage_avg_mcpu=380.0,
+    usage_p95_mcpu=395.0,
+    usage_p99_mcpu=399.0,
+    usage_max_mcpu=400.0,
+    threads_max=2,
+    samples=240,
+    covered_seconds=3600.0,
+)
+EMPTY = WindowSummary(
+    window_start=T0,
+    window_end=T0 + timedelta(hours=1),
+    periods=None,
+    throttled_periods=None,
+    throttle_ratio=None,
+    throttled_seconds_per_second=None,
+    usage_avg_mcpu=None,
+    usage_p95_mcpu=None,
+    usage_p99_mcpu=None,
+    usage_max_mcpu=None,
+    threads_max=None,
+    samples=0,
+    covered_seconds=0.0,
+)
+FLOOR = pod_shares_floor(400, [900], 3_800)  # this pod and one 900m neighbour on a 4-CPU node
+LIFETIME = replace(
+    EMPTY,
+    window_start=None,
+    periods=115_517,
+    throttled_periods=26_467,
+    throttle_ratio=26_467 / 115_517,
+    samples=1,
+    covered_seconds=None,
+    lifetime=True,
+)
+
+
+def facts(window: WindowSummary, **changes: object) -> ContainerFacts:
+    base = ContainerFacts(
+        window=window,
+        request_mcpu=400,
+        limit_mcpu=400,
+        node_cpus=4,
+        node_allocatable_mcpu=3_800,
+        qos_class="Guaranteed",
+        shares_floor_mcpu=FLOOR.floor_mcpu,
+        node_total_shares=FLOOR.total_shares,
+    )
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_a_0_4_cpu_limit_is_explained_with_the_talks_440_ms_answer() -> None:
+    case = facts(THROTTLED)
+    text = explain(case, advise(case, POLICY), POLICY)
+    assert "40 ms of CPU time per 100 ms period" in text
+    assert "needing 200 ms of CPU gets 40 ms per period and answers after 440 ms" in text
+    assert "usage graphs show only 400m" in text
+    assert "plateau at about 100 ms and 200 ms" in text
+
+
+def test_latency_plateaus_follow_the_real_period() -> None:
+    text = explain(facts(THROTTLED, period_us=50_000), (), POLICY)
+    assert "plateau at about 50 ms and 100 ms" in text
+
+
+def test_the_floor_shows_shares_and_the_node_split() -> None:
+    text = explain(facts(THROTTLED), (), POLICY)
+    assert "409 cpu.shares" in text  # 400 × 1024 / 1000 = 409.6, rounded down by the kubelet
+    assert "1,330 shares" in text  # 409 + 921
+    assert "1168m (1.168 CPUs) guaranteed under full contention" in text  # 3800 × 409 / 1330 = 1168.6
+    assert "more than its request" in text
+
+
+def test_each_recommendation_gets_its_reason() -> None:
+    case = facts(THROTTLED)
+    recommendations = advise(case, POLICY)
+    assert recommendations, "the throttled case should draw advice"
+    paragraphs = explain_paragraphs(case, recommendations, POLICY)
+    for recommendation in recommendations:
+        assert any(recommendation.detail in p and p.startswith("Why ") for p in paragraphs)
+
+
+def test_no_limit_means_no_quota_and_no_throttling() -> None:
+    text = explain(
+        facts(replace(THROTTLED, periods=None, throttled_periods=None, throttle_ratio=None), limit_mcpu=None),
+        (),
+        POLICY,
+    )
+    assert "no CPU limit" in text
+    assert "none possible without a quota" in text
+
+
+def test_no_request_means_a_floor_of_almost_nothing() -> None:
+    text = explain(facts(THROTTLED, request_mcpu=None, shares_floor_mcpu=5), (), POLICY)
+    assert "no CPU request" in text
+    assert "2 cpu.shares" in text
+    assert "5m on this node" in text
+
+
+def test_no_data_says_nothing_can_be_judged_yet() -> None:
+    text = explain(facts(EMPTY), (), POLICY)
+    assert "nothing can be judged yet" in text
+    assert "Throttling" not in text
+
+
+def test_lifetime_only_data_is_labelled_as_since_the_container_started() -> None:
+    text = explain(facts(LIFETIME), (), POLICY)
+    assert "lifetime" in text
+    assert "26,467 of the 115,517 periods" in text
+    assert "since it started" in text
+    assert "in this window" not in text
+
+
+def test_a_limit_with_no_counters_is_unknown_not_zero_throttling() -> None:
+    text = explain(facts(replace(THROTTLED, periods=None, throttled_periods=None, throttle_ratio=None)), (), POLICY)
+    assert "unknown, not zero" in text
+
+
+def test_too_few_periods_are_said_to_be_too_few_to_judge() -> None:
+    text = explain(facts(replace(THROTTLED, periods=20, throttled_periods=10, throttle_ratio=0.5)), (), POLICY)
+    assert "too few periods to judge" in text
+
+
+def test_a_quota_of_a_cpu_or_more_explains_throttling_by_parallel_threads() -> None:
+    text = explain(facts(THROTTLED, limit_mcpu=2000, request_mcpu=2000), (), POLICY)
+    assert "several threads ran at once" in text
