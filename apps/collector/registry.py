@@ -105,26 +105,6 @@ class KubernetesAdapter:
         self.source.close()
 
 
-class LabAdapter:
-    """This machine's lab: the inventory from the lab's state, counters from its cgroups via the agent's reader."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        from apps.lab import services as lab_services
-
-        self.lab = lab_services
-        if not self.lab.is_running():
-            raise SourceUnavailable("the lab is not running: start it with `python manage.py lab up`")
-
-    def inventory(self) -> Inventory:
-        return self.lab.inventory()
-
-    def read_node(self, node: str, now: datetime) -> NodeRead:
-        return self.lab.read_node(node, now)
-
-    def close(self) -> None:
-        pass
-
-
 class PushOnlyAdapter:
     """Clusters fed only by node agents (POST /api/v1/ingest/) or dumps: nothing to pull."""
 
@@ -143,6 +123,12 @@ class PushOnlyAdapter:
         pass
 
 
+def _lab(cluster: Cluster) -> Source:
+    from apps.collector.sources.lab import LabAdapter
+
+    return LabAdapter(cluster)
+
+
 def _prometheus(cluster: Cluster) -> Source:
     from apps.collector.sources.prometheus import PrometheusAdapter
 
@@ -151,7 +137,7 @@ def _prometheus(cluster: Cluster) -> Source:
 
 SOURCES: dict[str, Callable[[Cluster], Source]] = {
     SourceKind.KUBERNETES: KubernetesAdapter,
-    SourceKind.LAB: LabAdapter,
+    SourceKind.LAB: _lab,
     SourceKind.PROMETHEUS: _prometheus,
     SourceKind.AGENT: PushOnlyAdapter,
     SourceKind.DUMP: PushOnlyAdapter,
@@ -165,3 +151,30 @@ def source_for(cluster: Cluster) -> Source:
     except KeyError:
         raise SourceUnavailable(f"cluster {cluster.name} has an unknown source {cluster.source!r}") from None
     return factory(cluster)
+
+
+_cached: dict[int, tuple[tuple, Source]] = {}
+
+
+def cached_source_for(cluster: Cluster) -> Source:
+    """source_for, kept per process while the cluster's settings stay the same: a worker reading one node after
+    another reuses the client (loading credentials and building the Kubernetes client took longer than a scrape)."""
+    key = (
+        cluster.source,
+        cluster.kubeconfig_path,
+        cluster.kube_context,
+        cluster.in_cluster,
+        cluster.kubelet_direct,
+        cluster.read_kubelet_config,
+        cluster.prometheus_url,
+        settings.CPUTUNE_NODE_TIMEOUT,
+    )
+    hit = _cached.get(cluster.pk)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    if hit is not None:
+        hit[1].close()
+    source = source_for(cluster)
+    if cluster.source != SourceKind.LAB:  # the lab's state changes under it: read it fresh each time
+        _cached[cluster.pk] = (key, source)
+    return source

@@ -11,14 +11,14 @@ from dataclasses import replace
 from datetime import timedelta
 
 from django.db import close_old_connections, connection, transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.clusters.models import Cluster, Node
 from apps.telemetry.services import ingest_readings, upsert_nodes, upsert_pods
 
 from .models import CollectionProblem, CollectionRun, NodeResult
-from .registry import Source, SourceUnavailable, source_for
+from .registry import Source, SourceUnavailable, cached_source_for, source_for
 
 log = logging.getLogger(__name__)
 MAX_PROBLEMS_PER_NODE = 20
@@ -63,11 +63,13 @@ def collect_node(run_id: int, node: str, source: Source | None = None) -> tuple[
     run = CollectionRun.objects.select_related("cluster").get(pk=run_id)
     started = time.monotonic()
     now = timezone.now()
-    source = source or source_for(run.cluster)
+    source = source or cached_source_for(run.cluster)
     read = source.read_node(node, now)
     readings = [r if r.node else replace(r, node=node) for r in read.readings]
+    # Its own transaction (samples and series heads together); if the worker dies after it, the redelivered task
+    # reads the node again and the stored readings are recognised as duplicates.
+    result = ingest_readings(run.cluster, readings, now=now)
     with transaction.atomic():
-        result = ingest_readings(run.cluster, readings, now=now)
         node_updates: dict[str, object] = {"last_seen": now}
         if read.has_cfs_counters is not None:
             node_updates["has_cfs_counters"] = read.has_cfs_counters
@@ -75,18 +77,15 @@ def collect_node(run_id: int, node: str, source: Source | None = None) -> tuple[
         if read.node_info is not None:
             upsert_nodes(run.cluster, [read.node_info], now)
         _add_problems(run, node, [*read.problems, *result.problems])
-        outcome, _ = NodeResult.objects.update_or_create(
-            run=run,
-            node=node,
-            defaults={
-                "ok": True,
-                "readings": len(readings),
-                "samples_written": result.samples_written,
-                "duration_s": time.monotonic() - started,
-                "error": "",
-            },
+        outcome = _record_outcome(
+            run_id,
+            node,
+            ok=True,
+            readings=len(readings),
+            samples_written=result.samples_written,
+            duration_s=time.monotonic() - started,
         )
-    return outcome, _count_and_maybe_finish(run_id)
+    return outcome, finish_run(run_id)
 
 
 def record_node_failure(run_id: int, node: str, error: BaseException | str) -> bool:
@@ -96,22 +95,21 @@ def record_node_failure(run_id: int, node: str, error: BaseException | str) -> b
         message = error
     else:
         message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    NodeResult.objects.update_or_create(run_id=run_id, node=node, defaults={"ok": False, "error": message[:2000]})
-    return _count_and_maybe_finish(run_id)
+    with transaction.atomic():
+        _record_outcome(run_id, node, ok=False, error=message[:2000])
+    return finish_run(run_id)
 
 
-def _count_and_maybe_finish(run_id: int) -> bool:
-    counts = NodeResult.objects.filter(run_id=run_id).aggregate(
-        n_ok=Count("id", filter=Q(ok=True)), n_failed=Count("id", filter=Q(ok=False)), n_samples=Sum("samples_written")
-    )
-    CollectionRun.objects.filter(pk=run_id).update(
-        nodes_ok=counts["n_ok"], nodes_failed=counts["n_failed"], samples_written=counts["n_samples"] or 0
-    )
-    if counts["n_ok"] + counts["n_failed"] >= CollectionRun.objects.values_list("nodes_total", flat=True).get(
-        pk=run_id
-    ):
-        return finish_run(run_id)
-    return False
+def _record_outcome(run_id: int, node: str, *, ok: bool, **fields: object) -> NodeResult:
+    """Store a node's outcome once per run and count it on the run (increments: no re-counting every node)."""
+    outcome, created = NodeResult.objects.get_or_create(run_id=run_id, node=node, defaults={"ok": ok, **fields})
+    if created:
+        counted = F("nodes_ok") + 1 if ok else F("nodes_failed") + 1
+        CollectionRun.objects.filter(pk=run_id).update(
+            **{"nodes_ok" if ok else "nodes_failed": counted},
+            samples_written=F("samples_written") + int(fields.get("samples_written", 0)),  # type: ignore[call-overload]
+        )
+    return outcome
 
 
 def finish_run(run_id: int) -> bool:
@@ -144,7 +142,7 @@ def close_stale_runs(max_age_s: float) -> int:
     cutoff = timezone.now() - timedelta(seconds=max_age_s)
     closed = 0
     for run in CollectionRun.objects.filter(finished_at__isnull=True, started_at__lt=cutoff):
-        _count_and_maybe_finish(run.pk)
+        finish_run(run.pk)
         run.refresh_from_db()
         silent = run.nodes_total - run.nodes_ok - run.nodes_failed
         if run.finished_at is None and silent > 0:

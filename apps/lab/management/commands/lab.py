@@ -1,0 +1,85 @@
+"""manage.py lab up|down|status [--scenario FILE] [--if-possible]"""
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.lab import services
+from apps.lab.runtime import LabError
+
+EXIT_NOT_POSSIBLE = 3
+
+
+class Command(BaseCommand):
+    help = "Start, stop or inspect the lab: real cgroups on this machine laid out like a kubelet's, throttled for real."
+
+    def add_arguments(self, parser):
+        parser.add_argument("action", choices=["up", "down", "status"])
+        parser.add_argument("--scenario", help="scenario YAML (default: apps/lab/scenarios/default.yaml)")
+        parser.add_argument(
+            "--if-possible",
+            action="store_true",
+            help="with up: when this machine cannot run the lab, say why and exit with status 3 instead of failing",
+        )
+        parser.add_argument("--json", action="store_true", help="with status: print JSON")
+
+    def handle(self, *args, action: str, scenario: str | None, if_possible: bool, json: bool, **options):
+        if action == "up":
+            self._up(scenario, if_possible)
+        elif action == "down":
+            report = services.down()
+            if not report.was_running and not report.removed_cgroups:
+                self.stdout.write("The lab was not running; nothing to stop.")
+            else:
+                self.stdout.write(
+                    f"Lab stopped: {len(report.stopped_pids)} process(es) stopped, "
+                    f"{len(report.removed_cgroups)} cgroup(s) removed under {report.root}."
+                )
+            if report.leftover:
+                raise CommandError("could not remove: " + "; ".join(report.leftover))
+        else:
+            self._status(json)
+
+    def _up(self, scenario: str | None, if_possible: bool) -> None:
+        ok, reason = services.can_run()
+        if not ok:
+            message = (
+                f"The lab cannot run here: {reason}. It needs root and a writable cgroup cpu controller "
+                "(cgroup v1 /sys/fs/cgroup/cpu, or v2 with the cpu controller). Without it, point cputune at a "
+                "cluster: manage.py add_cluster NAME --kubeconfig PATH, or import a dump with manage.py import_dump."
+            )
+            if if_possible:
+                self.stderr.write(message)
+                raise SystemExit(EXIT_NOT_POSSIBLE)
+            raise CommandError(message)
+        try:
+            state = services.up(scenario)
+        except LabError as exc:
+            raise CommandError(str(exc)) from None
+        inventory = state.inventory
+        self.stdout.write(
+            f"Lab up under {state.root}: {len(inventory.containers)} containers in "
+            f"{len({(c.namespace, c.pod) for c in inventory.containers})} pods on node {inventory.node.name} "
+            f"({(inventory.node.capacity_mcpu or 0) // 1000} CPUs, kernel {inventory.node.kernel_version}). "
+            f"Registered as cluster '{services.LAB_CLUSTER}'; collections read it every cycle. Stop it with: manage.py lab down"
+        )
+        for note in state.cleanup.notes:
+            self.stdout.write(f"  cleaned up first: {note}")
+
+    def _status(self, as_json: bool) -> None:
+        status = services.status()
+        if as_json:
+            self.stdout.write(json.dumps(status.as_dict(), indent=2, default=str))
+            return
+        if not status.running:
+            self.stdout.write("The lab is not running. Start it with: manage.py lab up")
+            for problem in status.problems:
+                self.stdout.write(f"  {problem}")
+            return
+        self.stdout.write(f"Lab running under {status.root} since {status.started_at:%Y-%m-%d %H:%M:%S} UTC")
+        for c in status.containers:
+            ratio = f"{c.nr_throttled / c.nr_periods:.0%}" if c.nr_periods and c.nr_throttled is not None else "—"
+            self.stdout.write(
+                f"  {c.namespace}/{c.pod}/{c.container}: {'running' if c.leader_alive else 'STOPPED'}, "
+                f"{c.tasks} task(s), throttled {ratio} of periods since start"
+            )
