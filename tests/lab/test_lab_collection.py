@@ -45,7 +45,7 @@ def test_stored_ratio_equals_the_kernels_and_the_advice_follows(lab, settings):
     after = {key: kernel_counters(d) for key, d in watched.items()}
 
     checked = 0
-    for (namespace, pod, container), cpu_dir in watched.items():
+    for namespace, pod, container in watched:
         sample = Sample.objects.filter(
             container__pod__cluster=cluster, container__pod__namespace=namespace, container__pod__name=pod,
             container__name=container, periods_delta__isnull=False,
