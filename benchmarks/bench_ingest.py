@@ -66,7 +66,9 @@ def main() -> None:
     for method in ("bulk_create", "copy"):
         cluster = Cluster.objects.create(name=f"bench-ingest-{method.replace('_', '-')}")
         pods = [
-            PodInfo(namespace="bench", name=f"pod-{i}", node="", containers=(ContainerInfo(name="app", limit_mcpu=500),))
+            PodInfo(
+                namespace="bench", name=f"pod-{i}", node="", containers=(ContainerInfo(name="app", limit_mcpu=500),)
+            )
             for i in range(n)
         ]
         upsert_pods(cluster, pods, t0, {})
@@ -100,7 +102,9 @@ def main() -> None:
 
         # The write alone, for rows already computed (as if deltas were free).
         ts = t0 + timedelta(days=2)
-        ids = list(Sample.objects.filter(container__pod__cluster=cluster).values_list("container_id", flat=True).distinct())
+        ids = list(
+            Sample.objects.filter(container__pod__cluster=cluster).values_list("container_id", flat=True).distinct()
+        )
         rows = [(cid, ts, 1, 0, 0.0, 1.0, 1, 60.0, 1, 0, 0.0, 1.0, False) for cid in ids]
         from apps.telemetry.services import ensure_partitions
 
