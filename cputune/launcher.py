@@ -7,6 +7,7 @@ the lab up when this machine allows it, then supervises the processes until Ctrl
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -66,6 +67,11 @@ def main() -> int:
     manage(env, "ensure_admin")
     lab = manage(env, "lab", "up", "--if-possible", check=False)
     lab_started = lab.returncode == 0
+    if lab_started:
+        # A first reading now, so the pages have the lab's lifetime counters before beat's first cycle.
+        manage(env, "collect", "--cluster", "lab", check=False)
+    else:
+        say("starting without the lab (see above); register a cluster with manage.py add_cluster to collect from it.")
 
     bind = f"{HOST}:{PORT}"
     commands = {
@@ -102,13 +108,15 @@ def main() -> int:
         say("stopping web, worker and beat…")
         for proc in procs.values():
             if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
+                proc.send_signal(signal.SIGTERM)  # each stops its own children (gunicorn and celery warm shutdown)
         deadline = time.monotonic() + 15
         for proc in procs.values():
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                pass
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of its process group
         if lab_started:
             manage(env, "lab", "down", check=False)
         say("stopped.")
