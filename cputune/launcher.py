@@ -111,10 +111,8 @@ def main() -> int:
                 proc.send_signal(signal.SIGTERM)  # each stops its own children (gunicorn and celery warm shutdown)
         deadline = time.monotonic() + 15
         for proc in procs.values():
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of its process group
         if lab_started:
