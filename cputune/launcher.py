@@ -98,12 +98,23 @@ def main() -> int:
             say(
                 f"cputune is up at http://{bind}/ — log in as {env.get('CPUTUNE_ADMIN_USER', 'admin')}. Ctrl-C stops it all."
             )
+        probe = None
+        if lab_started:
+            # The kernel probe (~25 s) measures this kernel for the lab node's page; it runs once, beside the rest.
+            say("measuring this kernel in the background (manage.py kernel_probe, ~25 s)…")
+            probe = subprocess.Popen(
+                [PY, "manage.py", "kernel_probe", "--cluster", "lab"], cwd=ROOT, env=env, start_new_session=True
+            )
         while not stopping:
             for name, proc in procs.items():
                 if proc.poll() is not None:
                     say(f"{name} exited with status {proc.returncode}; stopping everything.")
                     stopping = True
             time.sleep(0.5)
+        if probe is not None and probe.poll() is None:
+            probe.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                probe.wait(timeout=10)
     finally:
         say("stopping web, worker and beat…")
         for proc in procs.values():
