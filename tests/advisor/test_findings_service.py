@@ -1,0 +1,73 @@
+"""Findings computed from a stored cluster, checked against arithmetic done by hand in the comments."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from apps.advisor.models import Finding
+from tests.builders import build_cluster
+
+pytestmark = pytest.mark.django_db
+# Half a minute past the hour: hourly rollups are whole hours, and an hour starting exactly at the window end is not
+# in the window (rollup windows are hour-granular; see apps/advisor/windows.summarize_rollups).
+NOW = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
+
+
+def finding(cluster, pod: str, window: str = "1h") -> Finding:
+    return Finding.objects.select_related("container__pod").get(
+        cluster=cluster, window=window, container__pod__name=pod
+    )
+
+
+def test_shares_floor_quota_ceiling_and_ratio_match_the_hand_arithmetic():
+    cluster = build_cluster("hand", minutes=30, step_s=60, now=NOW, kernel="4.19.76")
+    api = finding(cluster, "api-0")
+
+    # node-0 holds api-0, worker-0, cache-0, batch-0, web-0 (even indexes). Their pod shares:
+    #   api 250m → 256, worker 100m → 102, cache 2000m → 2048, batch (BestEffort) → 2, web 500m → 512; Σ = 2920.
+    # Allocatable 16,000 − 200 = 15,800m; api's floor = 15,800 × 256 / 2920 = 1385.2 → 1385m (one container in the pod).
+    assert api.shares == 256
+    assert api.shares_floor_mcpu == 1385
+    # Limit 500m at a 100 ms period → quota 50,000 µs → ceiling 500m.
+    assert (api.quota_ceiling_mcpu, api.period_us) == (500, 100_000)
+    # 30 one-minute intervals × 600 periods = 18,000 periods, 60% throttled = 10,800.
+    assert (api.periods, api.throttled_periods) == (18_000, 10_800)
+    assert api.throttle_ratio == pytest.approx(0.6)
+    # 0.49 s of CPU per second → 490m, every interval the same.
+    assert api.usage_avg_mcpu == pytest.approx(490.0)
+    assert api.usage_p95_mcpu == pytest.approx(490.0)
+    # Throttled seconds: 600 periods × 0.6 × 0.05 s per minute = 18 s per 60 s → 0.3 s/s.
+    assert api.throttled_seconds_per_second == pytest.approx(0.3)
+    assert api.kernel_verdict == "affected"  # 4.19.76 < 4.19.84
+
+
+def test_advice_kinds_and_suggested_values_follow_the_numbers():
+    cluster = build_cluster("hand2", minutes=30, step_s=60, now=NOW)
+    api = finding(cluster, "api-0")
+    raise_limit = next(r for r in api.recommendations if r["kind"] == "raise_limit")
+    # p95 490m × 1.2 = 588m; limit 500m × 1.2 = 600m; the larger, rounded up to 50m → 600m.
+    assert raise_limit["suggested_limit_mcpu"] == 600
+    # 8 threads > 4 × ceil(0.5) = 4 → cut threads; usage near the ceiling → no kernel upgrade advice.
+    kinds = {r["kind"] for r in api.recommendations}
+    assert "cut_threads" in kinds and "upgrade_kernel" not in kinds
+
+    assert {r["kind"] for r in finding(cluster, "batch-0").recommendations} == {"set_request"}
+    assert finding(cluster, "web-0").recommendations == []
+    # cache: request 2000m, uses 30m all window (max 30m < 30% of 2000m = 600m), 31 samples ≥ 20 → lower_request.
+    lower = next(r for r in finding(cluster, "cache-0").recommendations if r["kind"] == "lower_request")
+    assert lower["suggested_request_mcpu"] is not None and lower["suggested_request_mcpu"] < 2000
+
+
+def test_a_container_with_no_limit_has_no_ratio_and_no_quota_rather_than_zeros():
+    cluster = build_cluster("hand3", minutes=10, now=NOW)
+    cache = finding(cluster, "cache-0")
+    assert cache.throttle_ratio is None and cache.periods is None and cache.quota_ceiling_mcpu is None
+
+
+def test_the_long_windows_read_rollups_and_agree_with_the_hour():
+    cluster = build_cluster("hand4", minutes=30, step_s=60, now=NOW)
+    hour, day = finding(cluster, "api-0", "1h"), finding(cluster, "api-0", "24h")
+    assert (day.periods, day.throttled_periods) == (hour.periods, hour.throttled_periods)
+    assert day.throttle_ratio == pytest.approx(hour.throttle_ratio)
