@@ -12,6 +12,7 @@ Target (collector issue): 1,000 nodes ≤ 60 s with two worker processes, peak w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -152,10 +153,8 @@ def main() -> None:
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, signal.SIGKILL)
             if proc is not None:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)  # anything its children left behind
-                except ProcessLookupError:
-                    pass
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from apps.clusters.models import Cluster, Container, Node, Pod
 
-from .counters import BadCounter, check_counter, counter_delta
+from .counters import MAX_SANE, BadCounter, check_counter, counter_delta
 from .models import HourlyRollup, Sample
 from .readings import Batch, CounterReading, NodeInfo, PodInfo
 
@@ -269,6 +269,10 @@ def ingest_readings(
     result = IngestResult()
     if not readings:
         return result
+    if method == "auto":
+        method = "sql" if connection.vendor == "postgresql" else "bulk_create"
+    if method == "sql":
+        return _ingest_in_sql(cluster, readings, now, result)
     containers = _containers_with_heads(cluster, readings, now, result)
     rows: list[tuple] = []
     heads: dict[int, tuple] = {}  # container id → (id, ts, *counters): the new head after this batch
@@ -310,16 +314,166 @@ def ingest_readings(
 
 def _checked_counters(reading: CounterReading, result: IngestResult) -> list[float | int | None]:
     """The reading's four counters (COUNTER_FIELDS order), with impossible values replaced by None and noted."""
-    values: list[float | int | None] = []
-    for name in COUNTER_FIELDS:
-        value = getattr(reading, name)
+    values: list[float | int | None] = [
+        reading.periods_total,
+        reading.throttled_periods_total,
+        reading.throttled_seconds_total,
+        reading.usage_seconds_total,
+    ]
+    for i, value in enumerate(values):
+        # The common case in one comparison (NaN fails it too); check_counter words the problem.
+        if value is None or 0 <= value <= MAX_SANE:
+            continue
         try:
-            check_counter(name, value)
+            check_counter(COUNTER_FIELDS[i], value)
         except BadCounter as exc:
             result.problems.append(f"{reading.namespace}/{reading.pod}/{reading.container} at {reading.ts}: {exc}")
-            value = None
-        values.append(value)
+            values[i] = None
     return values
+
+
+# --- the PostgreSQL path: deltas computed by the database -------------------------------------------------------------
+
+_LOAD_COLUMNS = (
+    "namespace",
+    "pod",
+    "container",
+    "node",
+    "ts",
+    "periods_total",
+    "throttled_periods_total",
+    "throttled_seconds_total",
+    "usage_seconds_total",
+    "threads",
+    "period_us",
+)
+_CREATE_LOAD = """
+CREATE TEMP TABLE IF NOT EXISTS reading_load (
+    namespace text, pod text, container text, node text, ts timestamptz,
+    periods_total bigint, throttled_periods_total bigint, throttled_seconds_total float8, usage_seconds_total float8,
+    threads integer, period_us integer
+) ON COMMIT DELETE ROWS
+"""
+_CREATE_MISSING_PODS = """
+INSERT INTO clusters_pod (cluster_id, namespace, name, uid, qos_class, workload_kind, workload_name, last_seen, node_id)
+SELECT DISTINCT ON (l.namespace, l.pod) %(cluster)s, l.namespace, l.pod, '', '', '', '', %(now)s, n.id
+FROM reading_load l
+LEFT JOIN clusters_node n ON n.cluster_id = %(cluster)s AND n.name = l.node
+WHERE NOT EXISTS (
+    SELECT 1 FROM clusters_pod p WHERE p.cluster_id = %(cluster)s AND p.namespace = l.namespace AND p.name = l.pod
+)
+ORDER BY l.namespace, l.pod
+ON CONFLICT DO NOTHING
+"""
+_CREATE_MISSING_CONTAINERS = """
+INSERT INTO clusters_container (pod_id, name, container_id, restarts, last_seen)
+SELECT DISTINCT p.id, l.container, '', 0, %(now)s::timestamptz
+FROM reading_load l
+JOIN clusters_pod p ON p.cluster_id = %(cluster)s AND p.namespace = l.namespace AND p.name = l.pod
+WHERE NOT EXISTS (SELECT 1 FROM clusters_container c WHERE c.pod_id = p.id AND c.name = l.container)
+ON CONFLICT DO NOTHING
+"""
+# Readings resolved to containers, deduplicated per (container, instant); the stored heads before them; a window
+# over both gives each reading its predecessor — the head, or the previous reading of the same batch. The same rules
+# as the Python path: a missing side gives no delta, a value below its predecessor is a reset whose delta is itself.
+_INGEST = """
+WITH r AS (
+    SELECT DISTINCT ON (c.id, l.ts) c.id AS cid, l.ts, l.periods_total AS p, l.throttled_periods_total AS tp,
+           l.throttled_seconds_total AS tsec, l.usage_seconds_total AS u, l.threads, l.period_us,
+           c.period_us AS old_period_us
+    FROM reading_load l
+    JOIN clusters_pod pd ON pd.cluster_id = %(cluster)s AND pd.namespace = l.namespace AND pd.name = l.pod
+    JOIN clusters_container c ON c.pod_id = pd.id AND c.name = l.container
+    ORDER BY c.id, l.ts
+), h AS (
+    SELECT container_id AS cid, ts, periods_total AS p, throttled_periods_total AS tp,
+           throttled_seconds_total AS tsec, usage_seconds_total AS u
+    FROM telemetry_serieshead WHERE container_id IN (SELECT cid FROM r)
+), fresh AS (
+    SELECT r.* FROM r LEFT JOIN h ON h.cid = r.cid WHERE h.ts IS NULL OR r.ts > h.ts
+), seq AS (
+    SELECT cid, ts, p, tp, tsec, u, threads, false AS is_head FROM fresh
+    UNION ALL
+    SELECT cid, ts, p, tp, tsec, u, NULL, true FROM h WHERE cid IN (SELECT cid FROM fresh)
+), lagged AS (
+    SELECT seq.*, lag(ts) OVER w AS prev_ts, lag(p) OVER w AS pp, lag(tp) OVER w AS ptp,
+           lag(tsec) OVER w AS ptsec, lag(u) OVER w AS pu
+    FROM seq WINDOW w AS (PARTITION BY cid ORDER BY ts)
+), inserted AS (
+    INSERT INTO telemetry_sample (container_id, ts, periods_total, throttled_periods_total, throttled_seconds_total,
+        usage_seconds_total, threads, interval_s, periods_delta, throttled_periods_delta, throttled_seconds_delta,
+        usage_seconds_delta, reset)
+    SELECT cid, ts, p, tp, tsec, u, threads,
+        EXTRACT(EPOCH FROM ts - prev_ts)::float8,
+        CASE WHEN pp IS NULL OR p IS NULL THEN NULL WHEN p < pp THEN p ELSE p - pp END,
+        CASE WHEN ptp IS NULL OR tp IS NULL THEN NULL WHEN tp < ptp THEN tp ELSE tp - ptp END,
+        CASE WHEN ptsec IS NULL OR tsec IS NULL THEN NULL WHEN tsec < ptsec THEN tsec ELSE tsec - ptsec END,
+        CASE WHEN pu IS NULL OR u IS NULL THEN NULL WHEN u < pu THEN u ELSE u - pu END,
+        COALESCE(p < pp, false) OR COALESCE(tp < ptp, false) OR COALESCE(tsec < ptsec, false) OR COALESCE(u < pu, false)
+    FROM lagged WHERE NOT is_head
+    ON CONFLICT DO NOTHING
+    RETURNING container_id, ts, periods_total, throttled_periods_total, throttled_seconds_total, usage_seconds_total,
+              reset
+), heads AS (
+    INSERT INTO telemetry_serieshead (container_id, ts, periods_total, throttled_periods_total,
+        throttled_seconds_total, usage_seconds_total)
+    SELECT DISTINCT ON (container_id) container_id, ts, periods_total, throttled_periods_total,
+           throttled_seconds_total, usage_seconds_total
+    FROM inserted ORDER BY container_id, ts DESC
+    ON CONFLICT (container_id) DO UPDATE SET ts = excluded.ts, periods_total = excluded.periods_total,
+        throttled_periods_total = excluded.throttled_periods_total,
+        throttled_seconds_total = excluded.throttled_seconds_total, usage_seconds_total = excluded.usage_seconds_total
+    WHERE telemetry_serieshead.ts < excluded.ts
+), periods AS (
+    UPDATE clusters_container c SET period_us = x.period_us
+    FROM (SELECT DISTINCT ON (cid) cid, period_us, old_period_us FROM r WHERE period_us IS NOT NULL
+          ORDER BY cid, ts DESC) x
+    WHERE c.id = x.cid AND x.old_period_us IS DISTINCT FROM x.period_us
+)
+SELECT count(*), count(*) FILTER (WHERE reset) FROM inserted
+"""
+
+
+def _ingest_in_sql(
+    cluster: Cluster, readings: Sequence[CounterReading], now: datetime, result: IngestResult
+) -> IngestResult:
+    """PostgreSQL: COPY the readings into a temporary table and let one statement resolve containers, compute the
+    deltas against the series heads, insert the samples and move the heads (profiling showed the Python path
+    spending most of a 10,000-reading batch fetching heads and building rows)."""
+    ensure_partitions({r.ts.astimezone(UTC).date() for r in readings})
+    params = {"cluster": cluster.pk, "now": now}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_CREATE_LOAD)
+        with cursor.cursor.copy(f"COPY reading_load ({', '.join(_LOAD_COLUMNS)}) FROM STDIN") as copy:
+            for reading in readings:
+                copy.write_row(
+                    (
+                        reading.namespace,
+                        reading.pod,
+                        reading.container,
+                        reading.node,
+                        reading.ts,
+                        *_checked_counters(reading, result),
+                        reading.threads,
+                        reading.period_us,
+                    )
+                )
+        cursor.execute("ANALYZE reading_load")
+        cursor.execute(_CREATE_MISSING_PODS, params)
+        cursor.execute(_CREATE_MISSING_CONTAINERS, params)
+        result.containers_created = max(0, cursor.rowcount)
+        # The CTEs' row counts are guesses (a fresh temporary table, pods not yet analysed): guessing one row, the
+        # planner joined 10,000 readings to 10,000 heads in nested loops — 34 s instead of 0.2 s in EXPLAIN
+        # ANALYZE. Hash joins are right for a batch whatever its size.
+        cursor.execute("SET LOCAL enable_nestloop = off")
+        cursor.execute(_INGEST, params)
+        written, resets = cursor.fetchone()
+        cursor.execute("SET LOCAL enable_nestloop TO DEFAULT")
+        cursor.execute("TRUNCATE reading_load")
+    result.samples_written = written
+    result.resets = resets
+    result.duplicates = len(readings) - written
+    return result
 
 
 def write_samples(rows: Sequence[tuple], *, method: str = "auto") -> int:
