@@ -1,0 +1,484 @@
+"""Offline dumps: `kubectl get nodes|pods -o json|yaml` and saved `/metrics/cadvisor` scrapes, imported as one batch.
+
+`manage.py import_dump` is a thin wrapper around `import_dump()`. The import reads and checks every file before it
+writes anything, so a bad input costs nothing; it then stores the inventory and one reading per container through the
+same telemetry ingest the live sources use, records a CollectionRun (source "dump") with a NodeResult per scrape, and
+refreshes the findings.
+
+Instants. `--at` stamps every reading of the batch. Without it a reading keeps its scrape's own sample timestamp
+(cAdvisor stamps its CPU series), else the time of the import. Nodes and pods are "last seen" at the batch instant
+(`--at`, else the newest reading). Findings are computed as of the import when the batch is from the last hour, else
+as of the batch itself — a dump saved last month shows what it said then, not an empty hour.
+
+One import gives each container a single reading: lifetime counters (periods and throttled periods since the
+container started), shown as such. A second import of later scrapes gives window deltas, reset-safe as in live
+collection; re-importing the same scrapes stores nothing new.
+
+Like the Kubernetes source, finished pods (phase Succeeded or Failed) are left out: their containers have exited.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from apps.clusters.models import Cluster, Node, SourceKind
+from apps.clusters.services import register_cluster
+from apps.collector.cadvisor import ScrapeError, parse_cadvisor
+from apps.collector.inventory import InventoryError, list_items, nodes_from_objects, pods_from_objects
+from apps.collector.models import CollectionProblem, CollectionRun, NodeResult
+from apps.telemetry.models import SeriesHead
+from apps.telemetry.readings import CounterReading, NodeInfo, PodInfo
+from apps.telemetry.services import ingest_readings, upsert_nodes, upsert_pods
+
+__all__ = [
+    "DumpError",
+    "FindingsGlance",
+    "ImportResult",
+    "ScrapeResult",
+    "format_summary",
+    "import_dump",
+    "load_objects",
+]
+
+MAX_PROBLEMS_STORED = 50
+_FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+_RECENT = timedelta(hours=1)  # a batch newer than this is judged "now"; older ones as of their own instant
+
+
+class DumpError(ValueError):
+    """An input that cannot be imported; the message names the file (or value) and what is wrong with it."""
+
+
+@dataclass
+class ScrapeResult:
+    """One `--metrics NODE=PATH`: what its scrape held and what was stored."""
+
+    node: str
+    path: str
+    readings: int = 0
+    with_cfs: int = 0
+    samples_written: int = 0
+    duplicates: int = 0
+    lines: int = 0
+    has_cfs_counters: bool = False  # False: this kubelet exposes no container_cpu_cfs_* series at all
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FindingsGlance:
+    """The findings of the 1-hour window after the import, at a glance."""
+
+    computed_at: datetime
+    containers: int = 0
+    lifetime: int = 0  # findings that rest on a single reading (lifetime counters)
+    with_ratio: int = 0
+    throttled: int = 0  # throttle ratio at or above the target
+    target: float = 0.1
+    top: list[tuple[str, float, int | None, bool]] = field(
+        default_factory=list
+    )  # ns/pod/container, ratio, periods, lifetime
+    recommendations: dict[str, int] = field(default_factory=dict)  # kind → containers
+
+
+@dataclass
+class ImportResult:
+    cluster: str
+    cluster_created: bool
+    run_id: int
+    imported_at: datetime
+    at: datetime | None  # the --at instant; None when the scrapes' own timestamps (or the import time) were used
+    batch_at: datetime  # the instant nodes and pods were seen: --at, else the newest reading
+    nodes: int = 0
+    pods: int = 0
+    finished_pods_skipped: int = 0
+    containers: int = 0  # containers of the stored pods
+    readings: int = 0
+    readings_with_cfs: int = 0
+    samples_written: int = 0
+    duplicates: int = 0  # readings not newer than what was stored for their container: skipped
+    with_previous: int = 0  # readings that follow an earlier stored one: they carry window deltas
+    resets: int = 0
+    not_in_pods: int = 0  # readings of containers pods.json does not list (stored as bare containers)
+    scrapes: list[ScrapeResult] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # unreadable objects, bad scrape lines, impossible counters
+    warnings: list[str] = field(default_factory=list)
+    findings: FindingsGlance | None = None
+
+
+# ---------------------------------------------------------------------------------------------------- reading input
+
+
+def load_objects(path: Path, expected_kind: str) -> list[Mapping[str, Any]]:
+    """The objects of a `kubectl get … -o json|yaml` file: a `*List`, a bare list, or one object of `expected_kind`.
+
+    Raises DumpError for a missing or unreadable file, text that is neither JSON nor YAML, a document that is not a
+    list of Kubernetes objects, or objects of another kind (e.g. pods given as --nodes).
+    """
+    what = f"--{expected_kind.lower()}s file {path}"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise DumpError(f"{what} does not exist") from None
+    except OSError as exc:
+        raise DumpError(f"{what} cannot be read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DumpError(
+            f"{what} is not UTF-8 text (byte {exc.start}): expected `kubectl get -o json|yaml` output"
+        ) from None
+    if not text.strip():
+        raise DumpError(f"{what} is empty")
+    document: Any
+    json_error: json.JSONDecodeError | None = None
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as exc:
+            json_error = exc  # JSON-looking YAML (flow style) still gets its chance below
+    if json_error is not None or text.lstrip()[:1] not in ("{", "["):
+        try:
+            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+            document = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader, the C one when available
+        except yaml.YAMLError as exc:
+            reason = f"JSON: {json_error}" if json_error is not None else f"YAML: {_yaml_reason(exc)}"
+            raise DumpError(f"{what} is neither JSON nor YAML ({reason})") from None
+    try:
+        objects = list_items(document)
+    except InventoryError as exc:
+        raise DumpError(f"{what} is not a Kubernetes list: {exc}") from None
+    kinds = Counter(str(o.get("kind")) for o in objects if o.get("kind"))
+    others = {kind: n for kind, n in kinds.items() if kind != expected_kind}
+    if others:
+        listed = ", ".join(f"{n} {kind}" for kind, n in sorted(others.items()))
+        hint = " (are --nodes and --pods swapped?)" if set(others) & {"Node", "Pod"} else ""
+        raise DumpError(f"{what} holds {listed} object(s), expected {expected_kind} objects only{hint}")
+    return objects
+
+
+def _yaml_reason(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else str(problem)
+
+
+def _read_scrape(
+    node: str, path: Path, default_ts: datetime, at: datetime | None
+) -> tuple[ScrapeResult, list[CounterReading]]:
+    result = ScrapeResult(node=node, path=str(path))
+    what = f"--metrics {node}={path}"
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DumpError(f"{what}: the file does not exist") from None
+    except OSError as exc:
+        raise DumpError(f"{what}: the file cannot be read: {exc.strerror or exc}") from None
+    try:
+        scrape = parse_cadvisor(data, node=node, default_ts=default_ts)
+    except ScrapeError as exc:
+        raise DumpError(f"{what}: {exc}") from None
+    readings = scrape.readings if at is None else [replace(r, ts=at) for r in scrape.readings]
+    result.readings = len(readings)
+    result.with_cfs = sum(1 for r in readings if r.periods_total is not None)
+    result.lines = scrape.lines
+    result.has_cfs_counters = scrape.has_cfs_counters
+    result.problems = [f"{path.name}: {p}" for p in scrape.problems]
+    if readings and not scrape.has_cfs_counters:
+        result.problems.append(
+            f"{path.name}: this kubelet exposes no container_cpu_cfs_* series: throttling is not reported for "
+            f"node {node} (usage is still imported)"
+        )
+    return result, readings
+
+
+# ----------------------------------------------------------------------------------------------------------- import
+
+
+def import_dump(
+    cluster_name: str,
+    nodes_path: Path | str,
+    pods_path: Path | str,
+    metrics: Mapping[str, Path | str],
+    at: datetime | None = None,
+    *,
+    now: datetime | None = None,
+) -> ImportResult:
+    """Import one batch of dumps into cluster `cluster_name` (created with source "dump" when missing).
+
+    `metrics` maps node name → saved `/metrics/cadvisor` text of that node. `at` (timezone-aware) stamps every
+    reading; without it the scrape's sample timestamps are used, else `now` (the import time). All files are read
+    and checked first: DumpError (naming the file) means nothing was written. A scrape's node missing from the
+    nodes file is a warning, its readings are kept; malformed scrape lines and unreadable objects are counted
+    problems. Returns what was stored, and the findings at a glance.
+    """
+    if at is not None and at.tzinfo is None:
+        raise DumpError(f"--at {at.isoformat()} has no time zone: give one (e.g. {at.isoformat()}Z)")
+    imported_at = now or timezone.now()
+
+    node_objects = load_objects(Path(nodes_path), "Node")
+    pod_objects = load_objects(Path(pods_path), "Pod")
+    live_pods = [p for p in pod_objects if _phase(p) not in _FINISHED_PHASES]
+    nodes, node_problems = nodes_from_objects(node_objects)
+    pods, pod_problems = pods_from_objects(live_pods)
+    scrapes: list[tuple[ScrapeResult, list[CounterReading]]] = [
+        _read_scrape(node, Path(path), imported_at, at) for node, path in metrics.items()
+    ]
+
+    all_readings = [r for _, readings in scrapes for r in readings]
+    batch_at = at or max((r.ts for r in all_readings), default=imported_at)
+    result = ImportResult(
+        cluster=cluster_name,
+        cluster_created=False,
+        run_id=0,
+        imported_at=imported_at,
+        at=at,
+        batch_at=batch_at,
+        nodes=len(nodes),
+        pods=len(pods),
+        finished_pods_skipped=len(pod_objects) - len(live_pods),
+        containers=sum(len(p.containers) for p in pods),
+        readings=len(all_readings),
+        readings_with_cfs=sum(1 for r in all_readings if r.periods_total is not None),
+        scrapes=[s for s, _ in scrapes],
+    )
+    result.problems.extend(node_problems + pod_problems)
+    result.warnings.extend(_placement_warnings(nodes, pods, scrapes))
+    known = {(p.namespace, p.name, c.name) for p in pods for c in p.containers}
+    result.not_in_pods = sum(1 for r in all_readings if (r.namespace, r.pod, r.container) not in known)
+    if result.not_in_pods:
+        result.warnings.append(
+            f"{result.not_in_pods} container reading(s) belong to containers the pods file does not list "
+            "(a pod started or finished between the dumps?): stored without requests and limits"
+        )
+
+    with transaction.atomic():
+        cluster = _cluster(cluster_name, result)
+        run = CollectionRun.objects.create(
+            cluster=cluster, source=SourceKind.DUMP, started_at=imported_at, nodes_total=len(scrapes)
+        )
+        result.run_id = run.pk
+        result.with_previous = _with_previous(cluster, all_readings)
+        node_ids = upsert_nodes(cluster, nodes, batch_at)
+        upsert_pods(cluster, pods, batch_at, node_ids)
+        for scrape, readings in scrapes:
+            ingested = ingest_readings(cluster, readings, now=batch_at)
+            scrape.samples_written = ingested.samples_written
+            scrape.duplicates = ingested.duplicates
+            scrape.problems.extend(ingested.problems)
+            result.samples_written += ingested.samples_written
+            result.duplicates += ingested.duplicates
+            result.resets += ingested.resets
+            if readings:
+                Node.objects.filter(cluster=cluster, name=scrape.node).update(has_cfs_counters=scrape.has_cfs_counters)
+            NodeResult.objects.create(
+                run=run,
+                node=scrape.node,
+                ok=True,
+                readings=scrape.readings,
+                samples_written=scrape.samples_written,
+                error="",
+            )
+            result.problems.extend(scrape.problems)
+        _store_problems(run, result)
+        CollectionRun.objects.filter(pk=run.pk).update(
+            finished_at=timezone.now(),
+            status=CollectionRun.Status.OK,
+            nodes_ok=len(scrapes),
+            samples_written=result.samples_written,
+        )
+
+    findings_at = imported_at if imported_at - _RECENT <= batch_at <= imported_at else batch_at
+    if findings_at != imported_at:
+        result.warnings.append(
+            f"the batch is from {_when(batch_at)}, not the last hour: findings are computed as of that instant"
+        )
+    from apps.advisor.services import refresh_findings
+
+    refresh_findings(cluster, now=findings_at)
+    result.findings = _glance(cluster, findings_at)
+    return result
+
+
+def _phase(pod: Mapping[str, Any]) -> str:
+    status = pod.get("status")
+    phase = status.get("phase") if isinstance(status, Mapping) else None
+    return phase if isinstance(phase, str) else ""
+
+
+def _cluster(name: str, result: ImportResult) -> Cluster:
+    cluster = Cluster.objects.filter(name=name).first()
+    if cluster is None:
+        try:
+            cluster, _ = register_cluster(name, SourceKind.DUMP)
+        except ValidationError as exc:
+            messages = "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
+            raise DumpError(f"cluster name {name!r} cannot be used: {messages}") from None
+        result.cluster_created = True
+    elif cluster.source != SourceKind.DUMP:
+        result.warnings.append(
+            f"cluster {name} is collected from {cluster.get_source_display()}: the dump's readings join its series "
+            "(counters must be newer than what was collected to give deltas)"
+        )
+    return cluster
+
+
+def _placement_warnings(
+    nodes: list[NodeInfo], pods: list[PodInfo], scrapes: list[tuple[ScrapeResult, list[CounterReading]]]
+) -> list[str]:
+    """A scrape given under a node name the dump does not know, or whose pods the pods file places elsewhere."""
+    warnings: list[str] = []
+    node_names = {n.name for n in nodes}
+    pod_node = {(p.namespace, p.name): p.node for p in pods}
+    for scrape, readings in scrapes:
+        if scrape.node not in node_names:
+            known = ", ".join(sorted(node_names)[:5]) or "none"
+            warnings.append(
+                f"node {scrape.node!r} (--metrics {scrape.node}={scrape.path}) is not in the nodes file "
+                f"(nodes: {known}): its readings are imported, joined to their pods by name"
+            )
+        elsewhere = Counter(
+            pod_node[(r.namespace, r.pod)]
+            for r in readings
+            if pod_node.get((r.namespace, r.pod)) not in (None, "", scrape.node)
+        )
+        if elsewhere:
+            on = ", ".join(f"{node} ({n})" for node, n in elsewhere.most_common(3))
+            warnings.append(
+                f"{sum(elsewhere.values())} container(s) in {scrape.path} belong to pods the pods file places on "
+                f"other nodes: {on}. Is {scrape.node!r} the right node for this scrape?"
+            )
+    return warnings
+
+
+def _with_previous(cluster: Cluster, readings: list[CounterReading]) -> int:
+    """How many readings follow an earlier stored reading of their container (ingest gives those deltas)."""
+    if not readings:
+        return 0
+    heads = {
+        (ns, pod, name): ts
+        for ns, pod, name, ts in SeriesHead.objects.filter(container__pod__cluster=cluster).values_list(
+            "container__pod__namespace", "container__pod__name", "container__name", "ts"
+        )
+    }
+    return sum(
+        1 for r in readings if (head := heads.get((r.namespace, r.pod, r.container))) is not None and head < r.ts
+    )
+
+
+def _store_problems(run: CollectionRun, result: ImportResult) -> None:
+    notes = [("", p) for p in result.problems] + [("", f"warning: {w}") for w in result.warnings]
+    shown = notes[:MAX_PROBLEMS_STORED]
+    if len(notes) > len(shown):
+        shown.append(("", f"… and {len(notes) - len(shown)} more problems"))
+    CollectionProblem.objects.bulk_create(
+        [CollectionProblem(run=run, node=node, message=m[:2000]) for node, m in shown]
+    )
+
+
+def _glance(cluster: Cluster, computed_at: datetime) -> FindingsGlance:
+    from apps.advisor.models import Finding, Window
+
+    target = float(settings.CPUTUNE_THROTTLE_TARGET)
+    glance = FindingsGlance(computed_at=computed_at, target=target)
+    rows = Finding.objects.filter(cluster=cluster, window=Window.HOUR).select_related("container__pod")
+    kinds: Counter[str] = Counter()
+    ranked: list[tuple[str, float, int | None, bool]] = []
+    for finding in rows:
+        glance.containers += 1
+        glance.lifetime += finding.lifetime
+        for recommendation in finding.recommendations or []:
+            kinds[str(recommendation.get("kind"))] += 1
+        if finding.throttle_ratio is None:
+            continue
+        glance.with_ratio += 1
+        glance.throttled += finding.throttle_ratio >= target
+        pod = finding.container.pod
+        ranked.append(
+            (
+                f"{pod.namespace}/{pod.name}/{finding.container.name}",
+                finding.throttle_ratio,
+                finding.periods,
+                finding.lifetime,
+            )
+        )
+    ranked.sort(key=lambda row: (-row[1], -(row[2] or 0), row[0]))
+    glance.top = ranked[:5]
+    glance.recommendations = dict(kinds.most_common())
+    return glance
+
+
+# ---------------------------------------------------------------------------------------------------------- summary
+
+
+def _when(instant: datetime) -> str:
+    return instant.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def format_summary(result: ImportResult, *, max_lines: int = 10) -> list[str]:
+    """The import as a few lines of text for the command to print."""
+    lines = [
+        f"Imported into cluster {result.cluster}{' (created, source dump)' if result.cluster_created else ''} "
+        f"as collection run {result.run_id} at {_when(result.imported_at)}.",
+        (
+            f"Readings stamped --at {_when(result.at)}."
+            if result.at is not None
+            else f"Readings keep their scrapes' sample timestamps (newest {_when(result.batch_at)})."
+        ),
+        f"Inventory: {result.nodes} node(s), {result.pods} pod(s), {result.containers} container(s)"
+        + (f"; {result.finished_pods_skipped} finished pod(s) left out." if result.finished_pods_skipped else "."),
+        f"Readings: {result.readings} container(s) from {len(result.scrapes)} scrape(s), "
+        f"{result.readings_with_cfs} with CFS throttling counters; {result.samples_written} sample(s) stored"
+        + (f", {result.duplicates} already stored (not newer) and skipped." if result.duplicates else "."),
+    ]
+    if result.samples_written:
+        if result.with_previous:
+            lines.append(
+                f"  {result.with_previous} reading(s) follow an earlier one: window deltas stored"
+                + (f" ({result.resets} counter reset(s))." if result.resets else ".")
+            )
+        else:
+            lines.append(
+                "  One reading per container: these are lifetime counters (since each container started). "
+                "Import later scrapes of the same nodes for window deltas."
+            )
+    for scrape in result.scrapes:
+        lines.append(
+            f"  {scrape.node}: {scrape.path} — {scrape.lines} line(s), {scrape.readings} container(s), "
+            f"{scrape.with_cfs} with CFS counters, {len(scrape.problems)} problem(s)"
+        )
+    lines.append(f"Problems: {len(result.problems)}")
+    lines.extend(f"  {p}" for p in result.problems[:max_lines])
+    if len(result.problems) > max_lines:
+        lines.append(f"  … and {len(result.problems) - max_lines} more (stored on the collection run)")
+    for warning in result.warnings:
+        lines.append(f"Warning: {warning}")
+    glance = result.findings
+    if glance is not None:
+        lines.append(
+            f"Findings (last hour to {_when(glance.computed_at)}): {glance.containers} container(s), "
+            f"{glance.with_ratio} with a throttle ratio ({glance.lifetime} from lifetime counters); "
+            f"{glance.throttled} at or above the {glance.target:.0%} target."
+        )
+        for name, ratio, periods, lifetime in glance.top:
+            scope = "since the container started" if lifetime else "in the window"
+            lines.append(
+                f"  {ratio:6.1%} of {periods if periods is not None else '?'} periods throttled {scope}: {name}"
+            )
+        if glance.recommendations:
+            kinds = ", ".join(f"{kind} ×{n}" for kind, n in glance.recommendations.items())
+            lines.append(f"  Recommendations: {kinds}")
+        else:
+            lines.append("  No recommendations.")
+    return lines
