@@ -441,7 +441,7 @@ def _ingest_in_sql(
     deltas against the series heads, insert the samples and move the heads (profiling showed the Python path
     spending most of a 10,000-reading batch fetching heads and building rows)."""
     ensure_partitions({r.ts.astimezone(UTC).date() for r in readings})
-    params = {"cluster": cluster.pk, "now": now}
+    params: dict[str, int | datetime] = {"cluster": cluster.pk, "now": now}
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(_CREATE_LOAD)
         with cursor.cursor.copy(f"COPY reading_load ({', '.join(_LOAD_COLUMNS)}) FROM STDIN") as copy:
