@@ -42,6 +42,7 @@ _SAMPLE_FIELDS = (
     "threads",
     "periods_total",
     "throttled_periods_total",
+    "usage_seconds_total",
 )
 _ROLLUP_FIELDS = (
     "container_id",
@@ -186,7 +187,13 @@ def _summaries(statics: dict[int, _Static], window: str, start: datetime, end: d
         interval = float(settings.CPUTUNE_COLLECT_INTERVAL)
         for cid, rows in rows_by.items():
             inside = [r for r in rows if r.ts > start]
-            out[cid] = summarize_window(inside or rows[-1:], start if inside else rows[-1].ts, end, interval)
+            out[cid] = summarize_window(
+                inside or rows[-1:],
+                start if inside else rows[-1].ts - timedelta(seconds=1),
+                end,
+                interval,
+                period_us=statics[cid].facts.period_us,
+            )
         return out
     rollups_by: dict[int, list[RollupRow]] = defaultdict(list)
     for chunk in _chunks(ids, 2000):

@@ -71,3 +71,29 @@ def test_the_long_windows_read_rollups_and_agree_with_the_hour():
     hour, day = finding(cluster, "api-0", "1h"), finding(cluster, "api-0", "24h")
     assert (day.periods, day.throttled_periods) == (hour.periods, hour.throttled_periods)
     assert day.throttle_ratio == pytest.approx(hour.throttle_ratio)
+
+
+def test_a_container_seen_once_gets_lifetime_figures_and_advice_from_them():
+    from apps.advisor.services import refresh_findings
+    from apps.clusters.models import Cluster
+    from apps.telemetry.readings import Batch, ContainerInfo, CounterReading, NodeInfo, PodInfo
+    from apps.telemetry.services import ingest
+
+    cluster = Cluster.objects.create(name="once")
+    node = NodeInfo(name="n1", capacity_mcpu=10_000, allocatable_mcpu=10_000, kernel_version="6.10.14-linuxkit")
+    pod = PodInfo(namespace="scraper", name="pi-0", node="n1", qos_class="Burstable", workload_kind="StatefulSet",
+                  workload_name="pi", containers=(ContainerInfo(name="pi", request_mcpu=40, limit_mcpu=80),))  # fmt: skip
+    # The 1.33 capture's compute-pi-digits: throttled in all 330 periods it ran; 2.64 s of CPU over 330 periods of
+    # 100 ms = 80m while it ran — exactly its limit.
+    reading = CounterReading(namespace="scraper", pod="pi-0", container="pi", ts=NOW, periods_total=330,
+                             throttled_periods_total=330, throttled_seconds_total=30.0, usage_seconds_total=2.64,
+                             period_us=100_000, node="n1")  # fmt: skip
+    ingest(cluster, Batch(nodes=[node], pods=[pod], readings=[reading]), now=NOW)
+    refresh_findings(cluster, now=NOW)
+
+    found = finding(cluster, "pi-0")
+    assert found.window_start is None and found.lifetime
+    assert (found.periods, found.throttled_periods, found.throttle_ratio) == (330, 330, 1.0)
+    raise_limit = next(r for r in found.recommendations if r["kind"] == "raise_limit")
+    assert raise_limit["suggested_limit_mcpu"] == 100  # max(80 × 1.2, 80 × 1.2) = 96 → rounded up to 100
+    assert "lifetime" in raise_limit["detail"] or "since" in raise_limit["detail"]
