@@ -202,12 +202,13 @@ BROKER_DIR = DATA_DIR / "broker"
 CELERY_BROKER_URL = os.environ.get("CPUTUNE_BROKER_URL") or REDIS_URL or "filesystem://"
 CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for _folder in ("queue", "processed"):
+    for _folder in ("queue", "processed", "control"):
         (BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
         "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),  # else kombu makes ./control in the working directory
         "store_processed": False,
         "polling_interval": 0.2,
     }
@@ -287,6 +288,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "CFS throttling findings per container: shares floor, quota ceiling, throttle ratio, recommendations.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The kernel verdict appears as `verdict` (kernel-check) and `kernel_verdict` (report rows): one enum, one name.
+    "ENUM_NAME_OVERRIDES": {"KernelVerdictEnum": ["fixed", "affected", "unknown"]},
 }
 
 LOGGING = {

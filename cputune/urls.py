@@ -19,5 +19,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("apps.api.urls")),
     path("healthz", healthz, name="healthz"),
+    path("metrics", include("apps.api.urls_metrics")),
     path("", include("apps.dashboard.urls")),
 ]

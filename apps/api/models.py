@@ -25,6 +25,16 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # An ingest token bound to a cluster pushes into that cluster only; unbound, the agent's node name picks the
+    # cluster. Deleting the cluster deletes its tokens rather than silently unbinding them.
+    cluster = models.ForeignKey(
+        "clusters.Cluster",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="api_tokens",
+        help_text="Ingest tokens only: the cluster the node agents using this token belong to.",
+    )
 
     class Meta:
         ordering = ["-created_at"]

@@ -1,11 +1,580 @@
+"""API serializers. Every field is listed explicitly; report and recommendation rows keep the contract's names and order
+(DESIGN.md "Contract"), which tests/api check against the contract text."""
+
 from __future__ import annotations
 
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.clusters.models import Cluster
+from apps.advisor.kernel import kernel_verdict
+from apps.advisor.models import Window
+from apps.advisor.selectors import RECOMMENDATION_KINDS
+from apps.clusters.models import Cluster, Node
+from apps.collector.push import AgentBatch, AgentNode, AgentSample
+from apps.telemetry.counters import MAX_SANE
+
+SEVERITIES = ("info", "warning", "critical")
+QOS_CLASSES = ("Guaranteed", "Burstable", "BestEffort")
+VERDICTS = ("fixed", "affected", "unknown")
+BUGS = ("slice_expiry", "clock_drift")
+CONFIDENCES = ("high", "medium", "low")
+
+
+# --- output fields --------------------------------------------------------------------------------------------------
+
+
+@extend_schema_field(OpenApiTypes.NUMBER)
+class NumberField(serializers.Field):
+    """A number passed through as the selector made it (an int stays an int); rounded when `digits` is given."""
+
+    def __init__(self, digits: int | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("read_only", True)
+        super().__init__(**kwargs)
+        self.digits = digits
+
+    def to_representation(self, value: Any) -> Any:
+        if value is None:
+            return None
+        return round(value, self.digits) if self.digits is not None else value
+
+
+@extend_schema_field({"type": "string", "nullable": True})
+class BlankAsNullCharField(serializers.Field):
+    """A text the source may not report: "" (unknown) is shown as null."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("read_only", True)
+        super().__init__(**kwargs)
+
+    def to_representation(self, value: Any) -> str | None:
+        return value or None
+
+
+def _choice(choices: tuple[str, ...], **kwargs: Any) -> serializers.ChoiceField:
+    return serializers.ChoiceField(choices=list(choices), **kwargs)
+
+
+# --- clusters and nodes ---------------------------------------------------------------------------------------------
 
 
 class ClusterSerializer(serializers.ModelSerializer):
     class Meta:
         model = Cluster
         fields = ["name", "source", "enabled", "created_at"]
+
+
+class KernelVerdictSerializer(serializers.Serializer):
+    version = serializers.CharField(help_text="The kernel release as given (cut to 80 characters).")
+    verdict = _choice(VERDICTS)
+    bug = _choice(BUGS, allow_null=True, help_text="Which CFS bandwidth bug an affected kernel has.")
+    fixed_in = serializers.ListField(
+        child=serializers.CharField(), help_text="Versions or vendor builds to move to; empty when fixed."
+    )
+    confidence = _choice(CONFIDENCES)
+    reasons = serializers.ListField(child=serializers.CharField(), help_text="The evidence, naming the commits.")
+
+
+class NodeSerializer(serializers.ModelSerializer):
+    cpus = NumberField(help_text="CPUs from capacity (else allocatable); null when unknown.")
+    kernel_version = BlankAsNullCharField()
+    kernel = serializers.SerializerMethodField(help_text="Whether this kernel has the CFS slice expiry fix.")
+    cpu_manager_policy = BlankAsNullCharField(help_text="static or none; null when the kubelet config was not read.")
+    cpufreq_governor = BlankAsNullCharField()
+    os_image = BlankAsNullCharField()
+    container_runtime = BlankAsNullCharField()
+    kubelet_version = BlankAsNullCharField()
+    pods = serializers.IntegerField(source="pod_count", help_text="Pods last seen on this node.")
+    probe = serializers.JSONField(allow_null=True, help_text="The last kernel probe's measured result.")
+
+    class Meta:
+        model = Node
+        fields = [
+            "name",
+            "cpus",
+            "capacity_mcpu",
+            "allocatable_mcpu",
+            "kernel_version",
+            "kernel",
+            "cpu_manager_policy",
+            "cfs_slice_us",
+            "cpufreq_governor",
+            "os_image",
+            "container_runtime",
+            "kubelet_version",
+            "has_cfs_counters",
+            "pods",
+            "probe",
+            "probe_at",
+            "last_seen",
+        ]
+
+    @extend_schema_field(KernelVerdictSerializer)
+    def get_kernel(self, node: Node) -> dict[str, Any]:
+        return KernelVerdictSerializer(kernel_verdict(node.kernel_version)).data
+
+
+class NamespaceRowSerializer(serializers.Serializer):
+    namespace = serializers.CharField()
+    pods = serializers.IntegerField()
+    containers = serializers.IntegerField()
+    containers_over_target = serializers.IntegerField(help_text="Containers throttled above the target in the window.")
+    containers_with_recommendations = serializers.IntegerField()
+    worst_throttle_ratio = NumberField(allow_null=True, help_text="0-1; null when no ratio is known.")
+    throttle_target = NumberField(help_text="The throttle ratio above which a container counts as throttled (0-1).")
+    window = _choice(tuple(Window.values))
+
+
+# --- report rows ----------------------------------------------------------------------------------------------------
+
+
+class RecommendationSerializer(serializers.Serializer):
+    kind = _choice(RECOMMENDATION_KINDS)
+    severity = _choice(SEVERITIES)
+    summary = serializers.CharField()
+    detail = serializers.CharField()
+    suggested_request_mcpu = serializers.IntegerField(allow_null=True)
+    suggested_limit_mcpu = serializers.IntegerField(allow_null=True)
+
+
+class ReportRowSerializer(serializers.Serializer):
+    """A report row (advisor.selectors.report_row): CPU in millicores, ratios 0-1, times in seconds; unknown = null."""
+
+    cluster = serializers.CharField()
+    namespace = serializers.CharField()
+    pod = serializers.CharField()
+    container = serializers.CharField()
+    node = serializers.CharField(allow_null=True)
+    workload_kind = serializers.CharField(allow_null=True)
+    workload_name = serializers.CharField(allow_null=True)
+    qos_class = _choice(QOS_CLASSES, allow_null=True)
+    request_mcpu = serializers.IntegerField(allow_null=True)
+    limit_mcpu = serializers.IntegerField(allow_null=True)
+    node_cpus = NumberField(allow_null=True)
+    shares = serializers.IntegerField(allow_null=True)
+    shares_floor_mcpu = serializers.IntegerField(allow_null=True)
+    quota_ceiling_mcpu = serializers.IntegerField(allow_null=True)
+    period_us = serializers.IntegerField(allow_null=True)
+    usage_avg_mcpu = NumberField(allow_null=True)
+    usage_p95_mcpu = NumberField(allow_null=True)
+    throttle_ratio = NumberField(allow_null=True)
+    throttled_seconds_per_second = NumberField(allow_null=True)
+    periods = serializers.IntegerField(allow_null=True)
+    throttled_periods = serializers.IntegerField(allow_null=True)
+    threads = serializers.IntegerField(allow_null=True)
+    kernel_version = serializers.CharField(allow_null=True)
+    kernel_verdict = _choice(VERDICTS, allow_null=True)
+    window_start = serializers.DateTimeField(allow_null=True, help_text="Null for lifetime figures (one reading).")
+    window_end = serializers.DateTimeField()
+    recommendations = RecommendationSerializer(many=True)
+
+
+class RecommendationRowSerializer(serializers.Serializer):
+    """One (container, recommendation) row: the recommendations CSV's columns, in its order."""
+
+    cluster = serializers.CharField()
+    namespace = serializers.CharField()
+    workload_kind = serializers.CharField(allow_null=True)
+    workload_name = serializers.CharField(allow_null=True)
+    pod = serializers.CharField()
+    container = serializers.CharField()
+    node = serializers.CharField(allow_null=True)
+    kind = _choice(RECOMMENDATION_KINDS)
+    severity = _choice(SEVERITIES)
+    summary = serializers.CharField()
+    throttle_ratio = NumberField(allow_null=True)
+    usage_p95_mcpu = NumberField(allow_null=True)
+    request_mcpu = serializers.IntegerField(allow_null=True)
+    limit_mcpu = serializers.IntegerField(allow_null=True)
+    suggested_request_mcpu = serializers.IntegerField(allow_null=True)
+    suggested_limit_mcpu = serializers.IntegerField(allow_null=True)
+    kernel_verdict = _choice(VERDICTS, allow_null=True)
+
+
+# --- series ---------------------------------------------------------------------------------------------------------
+
+
+class SeriesPointSerializer(serializers.Serializer):
+    ts = serializers.DateTimeField(help_text="End of the interval (raw) or start of the hour (hourly).")
+    usage_mcpu = NumberField(digits=1, allow_null=True, help_text="Average usage over the interval or hour.")
+    usage_p95_mcpu = NumberField(digits=1, allow_null=True, help_text="Hourly points only: the hour's p95.")
+    throttle_ratio = NumberField(digits=4, allow_null=True)
+    throttled_seconds_per_second = NumberField(digits=4, allow_null=True)
+    periods = serializers.IntegerField(allow_null=True)
+    throttled_periods = serializers.IntegerField(allow_null=True)
+    threads = serializers.IntegerField(allow_null=True)
+
+
+class ContainerSeriesSerializer(serializers.Serializer):
+    container = serializers.CharField()
+    request_mcpu = serializers.IntegerField(allow_null=True)
+    limit_mcpu = serializers.IntegerField(allow_null=True)
+    shares_floor_mcpu = serializers.IntegerField(
+        allow_null=True, help_text="CPU the container gets when every neighbour is busy (last-hour finding)."
+    )
+    quota_ceiling_mcpu = serializers.IntegerField(allow_null=True, help_text="CPU the CFS quota allows at most.")
+    points = SeriesPointSerializer(many=True)
+
+
+class PodSeriesSerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    namespace = serializers.CharField()
+    pod = serializers.CharField()
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField()
+    resolution = _choice(("raw", "hourly"), help_text="raw up to 48 hours (one point per collection), else hourly.")
+    containers = ContainerSeriesSerializer(many=True)
+
+
+# --- query parameters -----------------------------------------------------------------------------------------------
+
+
+def window_field() -> serializers.ChoiceField:
+    return serializers.ChoiceField(
+        choices=Window.choices,
+        default=Window.HOUR,
+        help_text="The window the figures cover, ending now.",
+        error_messages={"invalid_choice": f"window must be one of {', '.join(Window.values)}, not '{{input}}'."},
+    )
+
+
+class WindowQuerySerializer(serializers.Serializer):
+    window = window_field()
+
+
+SUMMARY_LIMIT_MAX = 50
+
+
+class SummaryQuerySerializer(serializers.Serializer):
+    window = window_field()
+    limit = serializers.IntegerField(
+        default=5,
+        min_value=1,
+        max_value=SUMMARY_LIMIT_MAX,
+        help_text="How many of the worst containers to list.",
+        error_messages={
+            "invalid": f"limit must be a whole number from 1 to {SUMMARY_LIMIT_MAX}.",
+            "min_value": f"limit must be a whole number from 1 to {SUMMARY_LIMIT_MAX}.",
+            "max_value": f"limit must be a whole number from 1 to {SUMMARY_LIMIT_MAX}.",
+        },
+    )
+
+
+SERIES_MAX_RANGE = timedelta(days=31)
+SERIES_DEFAULT_RANGE = timedelta(hours=1)
+_DATETIME_ERROR = "{name} must be an ISO 8601 date and time, e.g. 2025-05-01T12:00:00Z, not '{value}'."
+
+
+@extend_schema_field(OpenApiTypes.DATETIME)
+class Iso8601Field(serializers.Field):
+    """An ISO 8601 instant from a query string or JSON; a time without an offset is read as UTC."""
+
+    def __init__(self, name: str, require_offset: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.parameter = name
+        self.require_offset = require_offset
+
+    def to_internal_value(self, data: Any) -> datetime:
+        shown = str(data)[:64]
+        if not isinstance(data, str) or len(data) > 64:
+            raise serializers.ValidationError(_DATETIME_ERROR.format(name=self.parameter, value=shown))
+        try:
+            value = parse_datetime(data.strip())
+        except ValueError:  # well formed but impossible, e.g. month 13
+            value = None
+        if value is None:
+            raise serializers.ValidationError(_DATETIME_ERROR.format(name=self.parameter, value=shown))
+        if value.tzinfo is None:
+            if self.require_offset:
+                raise serializers.ValidationError(
+                    f"{self.parameter} must include a UTC offset (e.g. +00:00 or Z), not '{shown}'."
+                )
+            value = value.replace(tzinfo=UTC)
+        if not 1970 <= value.year <= 9000:
+            raise serializers.ValidationError(f"{self.parameter} must lie between the years 1970 and 9000.")
+        return value
+
+    def to_representation(self, value: datetime) -> str:
+        return value.isoformat()
+
+
+class SeriesQuerySerializer(serializers.Serializer):
+    since = Iso8601Field("since", required=False, help_text="Start (ISO 8601); default: an hour before until.")
+    until = Iso8601Field("until", required=False, help_text="End (ISO 8601); default: now.")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        until = attrs.get("until") or timezone.now()
+        since = attrs.get("since") or until - SERIES_DEFAULT_RANGE
+        if since >= until:
+            raise serializers.ValidationError({"since": ["since must be before until."]})
+        if until - since > SERIES_MAX_RANGE:
+            raise serializers.ValidationError(
+                {"since": [f"since and until must be at most {SERIES_MAX_RANGE.days} days apart."]}
+            )
+        return {"since": since, "until": until}
+
+
+class KernelCheckQuerySerializer(serializers.Serializer):
+    version = serializers.CharField(
+        help_text="A node's kernel release as `uname -r` prints it (status.nodeInfo.kernelVersion).",
+        error_messages={
+            "required": "version is required: give a kernel release as `uname -r` prints it, e.g. 5.4.0-1018-gke.",
+            "blank": "version is empty: give a kernel release as `uname -r` prints it, e.g. 5.4.0-1018-gke.",
+        },
+    )
+
+
+# --- slack summary (for the schema: the view builds the dict) -------------------------------------------------------
+
+
+class SlackTextSerializer(serializers.Serializer):
+    type = serializers.CharField()
+    text = serializers.CharField()
+
+
+class SlackBlockSerializer(serializers.Serializer):
+    type = _choice(("header", "section", "context"))
+    text = SlackTextSerializer(required=False)
+    elements = SlackTextSerializer(many=True, required=False)
+
+
+class SlackMessageSerializer(serializers.Serializer):
+    text = serializers.CharField(help_text="Notification fallback text.")
+    blocks = SlackBlockSerializer(many=True)
+
+
+# --- agent ingest ---------------------------------------------------------------------------------------------------
+
+MAX_CONTAINERS_PER_BATCH = 5000  # 110 pods per node by default; a few hundred pods with sidecars still fit
+MAX_AGENT_ERRORS = 5000
+MAX_CLOCK_SKEW = timedelta(minutes=5)
+MAX_COUNTER = int(MAX_SANE)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer only: no strings, booleans or floats (the agent never sends them; coercing hides bugs)."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    """A finite JSON number (integer or float) only: no strings, booleans, NaN or infinities."""
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        if isinstance(data, float) and not math.isfinite(data):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string only (DRF's CharField would turn 5 into "5")."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+def _counter(name: str, maximum: int = MAX_COUNTER, minimum: int = 0) -> StrictIntegerField:
+    message = f"{name} must be a whole number from {minimum} to {maximum}, or null."
+    return StrictIntegerField(
+        allow_null=True,
+        min_value=minimum,
+        max_value=maximum,
+        error_messages={"invalid": message, "min_value": message, "max_value": message, "max_string_length": message},
+    )
+
+
+def _seconds(name: str) -> StrictFloatField:
+    message = f"{name} must be a finite number of seconds from 0 to 2**53, or null."
+    return StrictFloatField(
+        allow_null=True,
+        min_value=0,
+        max_value=MAX_SANE,
+        error_messages={"invalid": message, "min_value": message, "max_value": message, "max_string_length": message},
+    )
+
+
+def _text(
+    name: str, max_length: int, *, allow_blank: bool = True, pattern: tuple[str, str] | None = None
+) -> StrictCharField:
+    """A string field; `pattern` is (regex, what the string must be) for the error message."""
+    message = f"{name} must be a string of at most {max_length} characters."
+    # Validators go in as an argument: DRF re-creates declared fields from their arguments for every serializer.
+    validators = [RegexValidator(pattern[0], message=f"{name} must be {pattern[1]}.")] if pattern else []
+    return StrictCharField(
+        max_length=max_length,
+        allow_blank=allow_blank,
+        trim_whitespace=False,
+        validators=validators,
+        error_messages={"invalid": message, "max_length": message, "blank": f"{name} must not be empty."},
+    )
+
+
+class AgentNodeSerializer(serializers.Serializer):
+    # DNS subdomain: what Kubernetes allows for node names.
+    name = _text(
+        "node.name",
+        253,
+        allow_blank=False,
+        pattern=(
+            r"\A[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z",
+            "a Kubernetes node name: lowercase letters, digits, '-' and '.'",
+        ),
+    )
+    kernel_version = _text("node.kernel_version", 200)
+    capacity_mcpu = _counter("node.capacity_mcpu", maximum=100_000_000, minimum=1)
+    cfs_slice_us = _counter("node.cfs_slice_us", maximum=1_000_000, minimum=1)
+    cpufreq_governor = _text("node.cpufreq_governor", 32)
+
+
+class AgentContainerSerializer(serializers.Serializer):
+    pod_uid = _text(
+        "pod_uid", 64, allow_blank=False, pattern=(r"\A[0-9a-fA-F-]+\Z", "a pod uid (hex digits and dashes)")
+    )
+    container_id = _text(
+        "container_id", 128, pattern=(r"\A[0-9a-f]*\Z", "a runtime container id (hex digits) or empty")
+    )
+    qos_class = serializers.ChoiceField(
+        choices=["", *QOS_CLASSES],
+        allow_blank=True,
+        error_messages={"invalid_choice": f"qos_class must be one of {', '.join(QOS_CLASSES)} or empty."},
+    )
+    periods_total = _counter("periods_total")
+    throttled_periods_total = _counter("throttled_periods_total")
+    throttled_seconds_total = _seconds("throttled_seconds_total")
+    usage_seconds_total = _seconds("usage_seconds_total")
+    threads = _counter("threads", maximum=4_194_304)  # the kernel's pid_max limit
+    quota_us = _counter("quota_us", minimum=1)
+    period_us = _counter("period_us", maximum=1_000_000, minimum=1_000)  # the kernel accepts 1 ms to 1 s
+    shares = _counter("shares", maximum=262_144, minimum=2)
+    weight = _counter("weight", maximum=10_000, minimum=1)
+    bursts_total = _counter("bursts_total")
+    burst_seconds_total = _seconds("burst_seconds_total")
+    psi_some_total_seconds = _seconds("psi_some_total_seconds")
+    psi_full_total_seconds = _seconds("psi_full_total_seconds")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        periods, throttled = attrs.get("periods_total"), attrs.get("throttled_periods_total")
+        if periods is not None and throttled is not None and throttled > periods:
+            raise serializers.ValidationError(
+                {
+                    "throttled_periods_total": [
+                        f"throttled_periods_total {throttled} is more than periods_total {periods}."
+                    ]
+                }
+            )
+        return attrs
+
+
+class AgentPayloadSerializer(serializers.Serializer):
+    """The node agent's push, as documented in apps/collector/agent.py. Unknown keys are ignored (newer agents)."""
+
+    agent_version = _text("agent_version", 16, allow_blank=False)
+    node = AgentNodeSerializer()
+    cgroup_version = StrictIntegerField(
+        min_value=1,
+        max_value=2,
+        error_messages={m: "cgroup_version must be 1 or 2." for m in ("invalid", "min_value", "max_value")},
+    )
+    collected_at = Iso8601Field(
+        "collected_at", require_offset=True, help_text="ISO 8601 with a UTC offset, e.g. 2025-05-01T12:00:00.123+00:00."
+    )
+    containers: serializers.ListSerializer = serializers.ListSerializer(
+        child=AgentContainerSerializer(),
+        max_length=MAX_CONTAINERS_PER_BATCH,
+        error_messages={"max_length": f"containers holds at most {MAX_CONTAINERS_PER_BATCH} cgroups per batch."},
+    )
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        # Declared here, not as a class attribute: a field named `errors` would shadow Serializer.errors for readers
+        # (DRF's metaclass removes declared fields from the class, so only the name clash is avoided).
+        fields["errors"] = serializers.ListField(
+            child=_text("errors[]", 4096),
+            max_length=MAX_AGENT_ERRORS,
+            required=False,
+            default=list,
+            error_messages={"max_length": f"errors holds at most {MAX_AGENT_ERRORS} lines."},
+        )
+        return fields
+
+    def validate_collected_at(self, value: datetime) -> datetime:
+        # A reading from the future would become the series head and turn every later reading into a "duplicate".
+        now = timezone.now()
+        if value > now + MAX_CLOCK_SKEW:
+            raise serializers.ValidationError(
+                f"collected_at {value.isoformat()} is in the future (server time {now.isoformat(timespec='seconds')}): "
+                "check the node's clock."
+            )
+        oldest = now - timedelta(days=settings.CPUTUNE_RETENTION_RAW_DAYS)
+        if value < oldest:
+            raise serializers.ValidationError(
+                f"collected_at {value.isoformat()} is older than the {settings.CPUTUNE_RETENTION_RAW_DAYS}-day "
+                "retention of raw samples: check the node's clock."
+            )
+        return value
+
+    def to_batch(self) -> AgentBatch:
+        """The validated payload as the push service's plain values (call after is_valid())."""
+        data = self.validated_data
+        node = data["node"]
+        return AgentBatch(
+            node=AgentNode(
+                name=node["name"],
+                kernel_version=node["kernel_version"],
+                capacity_mcpu=node["capacity_mcpu"],
+                cfs_slice_us=node["cfs_slice_us"],
+                cpufreq_governor=node["cpufreq_governor"],
+            ),
+            collected_at=data["collected_at"],
+            samples=tuple(
+                AgentSample(
+                    pod_uid=c["pod_uid"].lower(),
+                    container_id=c["container_id"],
+                    qos_class=c["qos_class"],
+                    periods_total=c["periods_total"],
+                    throttled_periods_total=c["throttled_periods_total"],
+                    throttled_seconds_total=c["throttled_seconds_total"],
+                    usage_seconds_total=c["usage_seconds_total"],
+                    threads=c["threads"],
+                    quota_us=c["quota_us"],
+                    period_us=c["period_us"],
+                )
+                for c in data["containers"]
+            ),
+            errors=tuple(data.get("errors", ())),
+            cgroup_version=data["cgroup_version"],
+            agent_version=data["agent_version"],
+        )
+
+
+class UnmatchedSerializer(serializers.Serializer):
+    pod_uid = serializers.CharField()
+    container_id = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class PushResultSerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    node = serializers.CharField()
+    accepted = serializers.IntegerField(help_text="Readings matched to a known container and stored (or duplicates).")
+    samples_written = serializers.IntegerField()
+    duplicates = serializers.IntegerField(help_text="Readings at or before the container's last stored instant.")
+    pod_level = serializers.IntegerField(help_text="Pod-level cgroups: counted, not stored.")
+    sandboxes = serializers.IntegerField(help_text="Pod sandbox (pause) cgroups: counted, not stored.")
+    unknown = UnmatchedSerializer(many=True, help_text="Cgroups that match no known container, with the reason.")
+    problems = serializers.ListField(child=serializers.CharField())

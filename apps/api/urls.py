@@ -6,9 +6,26 @@ from . import views
 
 app_name = "api"
 
-# The API authenticates with tokens (or the dashboard's session), so the site-wide login redirect does not apply.
+NAMESPACE = "v1/clusters/<str:cluster>/namespaces/<str:namespace>/"
+
+# The API authenticates with tokens (or the dashboard's session), so the site-wide login redirect does not apply:
+# every data endpoint answers 401/403 itself. The schema and its docs page are public on purpose: they describe the
+# API's shape, not any cluster's data, and a client needs them before it has a token.
 urlpatterns = [
     path("v1/clusters/", login_not_required(views.ClusterViewSet.as_view({"get": "list"})), name="clusters"),
+    path(
+        "v1/clusters/<str:cluster>/",
+        login_not_required(views.ClusterViewSet.as_view({"get": "retrieve"})),
+        name="cluster",
+    ),
+    path("v1/clusters/<str:cluster>/nodes/", login_not_required(views.NodeList.as_view()), name="nodes"),
+    path("v1/clusters/<str:cluster>/namespaces/", login_not_required(views.NamespaceList.as_view()), name="namespaces"),
+    path(NAMESPACE + "containers/", login_not_required(views.ContainerList.as_view()), name="containers"),
+    path(NAMESPACE + "pods/<str:pod>/series/", login_not_required(views.PodSeries.as_view()), name="pod-series"),
+    path(NAMESPACE + "summary/", login_not_required(views.NamespaceSummaryView.as_view()), name="summary"),
+    path("v1/recommendations/", login_not_required(views.RecommendationList.as_view()), name="recommendations"),
+    path("v1/kernel-check/", login_not_required(views.KernelCheckView.as_view()), name="kernel-check"),
+    path("v1/ingest/", login_not_required(views.IngestView.as_view()), name="ingest"),
     path("schema/", login_not_required(SpectacularAPIView.as_view()), name="schema"),
     path("docs/", login_not_required(SpectacularSwaggerView.as_view(url_name="api:schema")), name="docs"),
 ]

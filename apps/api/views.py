@@ -1,15 +1,373 @@
-"""The REST API: thin, versioned adapters over selectors."""
+"""The REST API: thin, versioned adapters. Each view parses its input, calls one selector or service, serializes.
+
+Errors are JSON whatever the negotiated format (a bot asking for text still gets a parseable 400/404).
+"""
 
 from __future__ import annotations
 
-from rest_framework import viewsets
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
 
-from apps.clusters.models import Cluster
+from django.conf import settings
+from django.http import HttpResponse, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from prometheus_client.exposition import choose_encoder
+from rest_framework import generics, mixins, viewsets
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.permissions import BasePermission
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
 
-from .serializers import ClusterSerializer
+from apps.advisor.kernel import kernel_verdict
+from apps.advisor.models import Finding
+from apps.advisor.selectors import RECOMMENDATION_FIELDS, findings, report_row
+from apps.clusters.models import Cluster, Node, Pod
+from apps.collector.push import PushRejected, ingest_agent_batch
+
+from . import chatops, selectors
+from .csv import stream_csv
+from .filters import ContainerFilter, RecommendationFilter, SelectorFilterBackend
+from .metrics import CputuneCollector
+from .models import ApiToken
+from .parsers import BoundedJSONParser
+from .permissions import CanIngest, CanRead
+from .renderers import (
+    CSVRenderer,
+    FirstRendererNegotiation,
+    FormatFirstNegotiation,
+    MarkdownRenderer,
+    PlainTextRenderer,
+    SlackRenderer,
+)
+from .schema import ApiSchema, IngestSchema
+from .serializers import (
+    AgentPayloadSerializer,
+    ClusterSerializer,
+    KernelCheckQuerySerializer,
+    KernelVerdictSerializer,
+    NamespaceRowSerializer,
+    NodeSerializer,
+    PodSeriesSerializer,
+    PushResultSerializer,
+    RecommendationRowSerializer,
+    ReportRowSerializer,
+    SeriesQuerySerializer,
+    SlackMessageSerializer,
+    SummaryQuerySerializer,
+    WindowQuerySerializer,
+)
 
 
-class ClusterViewSet(viewsets.ReadOnlyModelViewSet):
+class ApiView(generics.GenericAPIView):
+    """What every cputune endpoint shares: the error-documenting schema, read permission, JSON, JSON errors."""
+
+    schema: Any = ApiSchema()
+    permission_classes: Sequence[type[BasePermission]] = [CanRead]
+    renderer_classes: Sequence[type[BaseRenderer]] = [JSONRenderer]
+    content_negotiation_class: type[BaseContentNegotiation] = FormatFirstNegotiation
+
+    def handle_exception(self, exc: Exception) -> Response:
+        response = super().handle_exception(exc)
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return response
+
+    # --- path lookups: 404 with a message naming what was not found ---
+
+    def _path(self, name: str) -> str | None:
+        """A path parameter, or None when no stored name can be it (a NUL byte, which PostgreSQL refuses to compare)."""
+        value: str = self.kwargs[name]
+        return None if "\x00" in value else value
+
+    def get_cluster(self) -> Cluster:
+        name = self._path("cluster")
+        cluster = selectors.cluster_named(name) if name is not None else None
+        if cluster is None:
+            raise NotFound(f"no cluster named {self.kwargs['cluster']!r}")
+        return cluster
+
+    def get_namespace(self) -> tuple[Cluster, str]:
+        cluster = self.get_cluster()
+        namespace = self._path("namespace")
+        if namespace is None or not selectors.namespace_exists(cluster, namespace):
+            raise NotFound(f"no namespace {self.kwargs['namespace']!r} in cluster {cluster.name!r}")
+        return cluster, namespace
+
+    def get_pod(self) -> Pod:
+        cluster, namespace = self.get_namespace()
+        name = self._path("pod")
+        pod = selectors.pod_named(cluster, namespace, name) if name is not None else None
+        if pod is None:
+            raise NotFound(f"no pod {self.kwargs['pod']!r} in namespace {namespace!r} of cluster {cluster.name!r}")
+        return pod
+
+    def query(self, serializer_class: type) -> dict[str, Any]:
+        """The query parameters validated by `serializer_class` (a 400 naming the parameter otherwise). An optional
+        parameter sent empty counts as not given; a required one sent empty is a 400."""
+        fields = serializer_class().fields
+        data = {
+            name: value
+            for name, value in self.request.query_params.items()
+            if value != "" or (name in fields and fields[name].required)
+        }
+        serializer = serializer_class(data=data)
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
+
+class ApiListView(mixins.ListModelMixin, ApiView):
+    """A paginated collection."""
+
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Any:
+        return self.list(request, *args, **kwargs)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Registered clusters"),
+    retrieve=extend_schema(summary="One cluster"),
+)
+class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.ViewSetMixin, ApiView):
+    """Clusters registered in cputune (by name)."""
+
     serializer_class = ClusterSerializer
     queryset = Cluster.objects.all()
     lookup_field = "name"
+    lookup_url_kwarg = "cluster"
+
+    def get_object(self) -> Cluster:
+        return self.get_cluster()
+
+
+@extend_schema(summary="A cluster's nodes, with each kernel's verdict")
+class NodeList(ApiListView):
+    """Nodes with CPUs, kernel and its verdict (does it have the CFS slice expiry fix?), CPU manager policy, CFS slice,
+    last seen, and the last kernel probe's result."""
+
+    serializer_class = NodeSerializer
+
+    def get_queryset(self) -> Any:
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no request to read a cluster from
+            return Node.objects.none()
+        return selectors.nodes(self.get_cluster())
+
+
+@extend_schema(summary="A cluster's namespaces, with counts for the window", parameters=[WindowQuerySerializer])
+class NamespaceList(ApiListView):
+    """Namespaces with pods in the cluster: pod and container counts and, for the window, how many containers are
+    throttled above the target, how many have recommendations, and the worst throttle ratio."""
+
+    serializer_class = NamespaceRowSerializer
+
+    def get_queryset(self) -> Any:
+        if getattr(self, "swagger_fake_view", False):
+            return Pod.objects.none()
+        cluster = self.get_cluster()
+        window = self.query(WindowQuerySerializer)["window"]
+        return selectors.namespace_rows(cluster, window=window, throttle_target=settings.CPUTUNE_THROTTLE_TARGET)
+
+
+@extend_schema(summary="Report rows of a namespace's containers, worst first")
+class ContainerList(ApiListView):
+    """Report rows (the contract's fields: CPU in millicores, ratios 0-1, times in seconds; unknown = null) for the
+    window, worst first. Filters: min_throttle_ratio, kind, node; ordering, e.g. -throttle_ratio."""
+
+    serializer_class = ReportRowSerializer
+    queryset = Finding.objects.none()  # the model, for the FilterSet and the schema; select() makes the rows
+    filterset_class = ContainerFilter
+    filter_backends = [SelectorFilterBackend]
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        self.cluster, self.namespace = self.get_namespace()
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(ReportRowSerializer([report_row(f) for f in page or []], many=True).data)
+
+    def select(self, params: dict[str, Any]) -> Any:
+        ratio = params["min_throttle_ratio"]
+        rows = findings(
+            self.cluster,
+            window=params["window"],
+            namespace=self.namespace,
+            kind=params["kind"],
+            min_throttle_ratio=None if ratio is None else float(ratio),
+            node=params["node"],
+        )
+        return selectors.order_findings(rows, params["ordering"])
+
+
+@extend_schema(
+    summary="One row per (container, recommendation); ?format=csv or Accept: text/csv streams CSV",
+    responses={
+        200: RecommendationRowSerializer(many=True),
+        (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The recommendations CSV, streamed."),
+    },
+)
+class RecommendationList(ApiListView):
+    """One row per (container, recommendation) with the recommendations CSV's columns; JSON pages, or the whole list
+    as streamed CSV (formula-safe, empty cells for unknown values) with ?format=csv or Accept: text/csv."""
+
+    serializer_class = RecommendationRowSerializer
+    queryset = Finding.objects.none()
+    filterset_class = RecommendationFilter
+    filter_backends = [SelectorFilterBackend]
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Any:
+        rows = self.filter_queryset(self.get_queryset())
+        if request.accepted_renderer.format == CSVRenderer.format:
+            response = StreamingHttpResponse(
+                stream_csv(rows, RECOMMENDATION_FIELDS), content_type="text/csv; charset=utf-8"
+            )
+            response["Content-Disposition"] = f'attachment; filename="{self.filename}"'
+            return response
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(RecommendationRowSerializer(page or [], many=True).data)
+
+    def select(self, params: dict[str, Any]) -> selectors.RecommendationRows:
+        name, namespace = params["cluster"], params["namespace"]
+        if name is not None:
+            cluster = selectors.cluster_named(name)
+            if cluster is None:
+                raise NotFound(f"no cluster named {name!r}")
+            clusters = [cluster]
+        else:
+            clusters = list(Cluster.objects.order_by("name"))
+        if namespace is not None and not any(selectors.namespace_exists(c, namespace) for c in clusters):
+            where = f"cluster {name!r}" if name is not None else "any cluster"
+            raise NotFound(f"no namespace {namespace!r} in {where}")
+        self.filename = "-".join(["cputune-recommendations", *(p for p in (name, namespace) if p)]) + ".csv"
+        return selectors.RecommendationRows(clusters, window=params["window"], namespace=namespace, kind=params["kind"])
+
+
+@extend_schema(summary="A pod's time series per container, with shares floor and quota ceiling")
+class PodSeries(ApiView):
+    """Per container of the pod, its points between since and until (default: the last hour; at most 31 days; raw
+    points up to 48 hours, hourly beyond), with request, limit, shares floor and quota ceiling for reference lines."""
+
+    serializer_class = PodSeriesSerializer
+
+    @extend_schema(parameters=[SeriesQuerySerializer])
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        pod = self.get_pod()
+        query = self.query(SeriesQuerySerializer)
+        return Response(PodSeriesSerializer(selectors.pod_series(pod, query["since"], query["until"])).data)
+
+
+@extend_schema(
+    summary="A chat message about a namespace: ?format=text (default), markdown or slack (Block Kit JSON)",
+    parameters=[SummaryQuerySerializer],
+    responses={
+        (200, "text/plain"): OpenApiTypes.STR,
+        (200, "text/markdown"): OpenApiTypes.STR,
+        (200, "application/json"): SlackMessageSerializer,
+    },
+)
+class NamespaceSummaryView(ApiView):
+    """A message a bot posts as is: the worst containers over the throttle target with their ratio and advice, and a
+    link to the namespace report. ?format=text (default), markdown, or slack (Block Kit JSON)."""
+
+    renderer_classes = [PlainTextRenderer, MarkdownRenderer, SlackRenderer]
+
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        cluster, namespace = self.get_namespace()
+        query = self.query(SummaryQuerySerializer)
+        summary = selectors.namespace_summary(
+            cluster,
+            namespace,
+            window=query["window"],
+            throttle_target=settings.CPUTUNE_THROTTLE_TARGET,
+            limit=query["limit"],
+        )
+        url = request.build_absolute_uri(f"/c/{quote(cluster.name, safe='')}/ns/{quote(namespace, safe='')}/")
+        fmt = request.accepted_renderer.format
+        if fmt == SlackRenderer.format:
+            return Response(chatops.as_slack(summary, url))
+        if fmt == MarkdownRenderer.format:
+            return Response(chatops.as_markdown(summary, url))
+        return Response(chatops.as_text(summary, url))
+
+
+@extend_schema(
+    summary="Does this kernel have the CFS slice expiry fix?",
+    parameters=[KernelCheckQuerySerializer],
+    responses=KernelVerdictSerializer,
+)
+class KernelCheckView(ApiView):
+    """The verdict on a kernel release string: fixed, affected or unknown, the bug, the versions that fix it, and why."""
+
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        version = self.query(KernelCheckQuerySerializer)["version"]
+        return Response(KernelVerdictSerializer(kernel_verdict(version)).data)
+
+
+def _flatten(errors: Any, path: str = "") -> list[tuple[str, str]]:
+    """DRF's nested errors as (field path, message) pairs: containers[3].periods_total, node.name, ..."""
+    if isinstance(errors, dict):
+        pairs = []
+        for key, value in errors.items():
+            if key == "non_field_errors":
+                child = path
+            elif isinstance(key, int) or str(key).isdigit():  # DRF keys list items' errors by index
+                child = f"{path}[{key}]"
+            else:
+                child = f"{path}.{key}" if path else str(key)
+            pairs += _flatten(value, child)
+        return pairs
+    if isinstance(errors, list):
+        if all(isinstance(item, str) for item in errors):
+            return [(path or "body", str(item)) for item in errors]
+        pairs = []
+        for index, item in enumerate(errors):
+            pairs += _flatten(item, f"{path}[{index}]")
+        return pairs
+    return [(path or "body", str(errors))]
+
+
+@extend_schema(
+    summary="Node agents push cgroup counters here (ingest-scope tokens only)",
+    request=AgentPayloadSerializer,
+    responses=PushResultSerializer,
+)
+class IngestView(ApiView):
+    """A node agent's batch of cgroup counters (see apps/collector/agent.py). Every field is validated; cgroups are
+    matched to known containers by runtime id; unmatched ones come back in `unknown` with the reason."""
+
+    schema = IngestSchema()
+    permission_classes = [CanIngest]
+    parser_classes = [BoundedJSONParser]
+
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        payload = AgentPayloadSerializer(data=request.data)
+        if not payload.is_valid():
+            pairs = _flatten(payload.errors)
+            by_field: dict[str, list[str]] = {}
+            for field, message in pairs:
+                by_field.setdefault(field, []).append(message)
+            # `detail` first and flat: the agent logs the first 300 characters of a refusal.
+            raise ValidationError(
+                {"detail": "; ".join(f"{field}: {message}" for field, message in pairs[:5]), "errors": by_field}
+            )
+        try:
+            bound = request.auth.cluster if isinstance(request.auth, ApiToken) else None  # CanIngest: always a token
+            result = ingest_agent_batch(payload.to_batch(), cluster=bound)
+        except PushRejected as exc:
+            raise ValidationError({"detail": str(exc), "errors": {"node.name": [str(exc)]}}) from None
+        return Response(PushResultSerializer(result).data)
+
+
+@extend_schema(
+    summary="Prometheus metrics: findings per container (1h window) and collection health",
+    responses={(200, "text/plain"): OpenApiTypes.STR},
+)
+class MetricsView(ApiView):
+    """Prometheus text (or OpenMetrics when asked): per container throttle ratio, p95 usage, limit and request for the
+    1h window; per cluster the last successful collection and the last run's node outcomes and duration."""
+
+    content_negotiation_class = FirstRendererNegotiation
+
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
+        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+        return HttpResponse(encoder(CputuneCollector()), content_type=content_type)

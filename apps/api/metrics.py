@@ -1,0 +1,87 @@
+"""/metrics: cputune's findings and collection health in the Prometheus text format, read from the database at scrape
+time by a Collector built per request (no process-global registry: every web worker answers the same)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import GaugeMetricFamily
+
+from apps.advisor.models import Window
+
+from .selectors import collection_health, metric_findings
+
+CONTAINER_LABELS = ["cluster", "namespace", "pod", "container"]
+
+
+class CputuneCollector:
+    """Per container, for the default window (1h): throttle ratio (labelled with its recommendation kinds), p95 usage,
+    limit and request in millicores. Per cluster: the last successful collection, and the last run's node outcomes
+    and duration. Values that are unknown are left out, never exported as 0. A prometheus_client Collector: pass it to
+    generate_latest()."""
+
+    def __init__(self, window: str = Window.HOUR) -> None:
+        self.window = window
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        ratio = GaugeMetricFamily(
+            "cputune_container_throttle_ratio",
+            f"Share of CFS periods in which the container was throttled over the {self.window} window (0-1).",
+            labels=[*CONTAINER_LABELS, "recommendations"],
+        )
+        usage = GaugeMetricFamily(
+            "cputune_container_cpu_usage_p95_millicores",
+            f"95th percentile of the container's CPU usage over the {self.window} window, in millicores.",
+            labels=CONTAINER_LABELS,
+        )
+        limit = GaugeMetricFamily(
+            "cputune_container_cpu_limit_millicores",
+            "The container's CPU limit, in millicores.",
+            labels=CONTAINER_LABELS,
+        )
+        request = GaugeMetricFamily(
+            "cputune_container_cpu_request_millicores",
+            "The container's CPU request, in millicores.",
+            labels=CONTAINER_LABELS,
+        )
+        for cluster, namespace, pod, container, kinds, ratio_value, p95, limit_mcpu, request_mcpu in metric_findings(
+            self.window
+        ):
+            labels = [cluster, namespace, pod, container]
+            if ratio_value is not None:
+                ratio.add_metric([*labels, kinds.strip(",")], ratio_value)
+            if p95 is not None:
+                usage.add_metric(labels, p95)
+            if limit_mcpu is not None:
+                limit.add_metric(labels, limit_mcpu)
+            if request_mcpu is not None:
+                request.add_metric(labels, request_mcpu)
+        yield from (ratio, usage, limit, request)
+        yield from self._health()
+
+    def _health(self) -> Iterator[GaugeMetricFamily]:
+        last_success = GaugeMetricFamily(
+            "cputune_collection_last_success_timestamp_seconds",
+            "Unix time at which the last collection that stored data (status ok or partial) finished.",
+            labels=["cluster"],
+        )
+        nodes = GaugeMetricFamily(
+            "cputune_collection_last_run_nodes",
+            "Nodes read in the last finished collection run, by outcome (ok or failed).",
+            labels=["cluster", "outcome"],
+        )
+        duration = GaugeMetricFamily(
+            "cputune_collection_last_run_duration_seconds",
+            "Wall time of the last finished collection run, in seconds.",
+            labels=["cluster"],
+        )
+        for health in collection_health():
+            if health.last_success is not None:
+                last_success.add_metric([health.cluster], health.last_success.timestamp())
+            if health.last_run_nodes_ok is not None:
+                nodes.add_metric([health.cluster, "ok"], health.last_run_nodes_ok)
+            if health.last_run_nodes_failed is not None:
+                nodes.add_metric([health.cluster, "failed"], health.last_run_nodes_failed)
+            if health.last_run_duration_s is not None:
+                duration.add_metric([health.cluster], health.last_run_duration_s)
+        yield from (last_success, nodes, duration)

@@ -1,0 +1,230 @@
+"""Node agent pushes → stored readings: place the batch in a cluster, match cgroups to known containers, ingest.
+
+The agent (apps/collector/agent.py; its docstring defines the payload) sees pod uids and runtime container ids, not
+names. A cgroup is matched to a stored container by its runtime id (recorded by the Kubernetes inventory). The pod uid
+then tells an unmatched id apart: in a known pod whose every container was matched it is the pod's sandbox (pause
+container); otherwise it is reported back as unknown, with the reason, and never guessed. Pod-level cgroups (empty
+container id) are counted and left out: readings are stored per container.
+
+The batch is then one telemetry ingest: node facts (kernel, CFS slice, cpufreq governor) and the matched readings, all
+at the agent's `collected_at`. Counter deltas, resets and duplicates are the ingest's job, as for every other source.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.utils import timezone
+
+from apps.clusters.models import Cluster, Container, Node, Pod
+from apps.telemetry.readings import Batch, CounterReading, NodeInfo
+from apps.telemetry.services import ingest
+
+log = logging.getLogger(__name__)
+
+
+class PushRejected(ValueError):
+    """The batch cannot be placed in a cluster; the message says why and what to do about it."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentNode:
+    """What the agent says about its node. capacity_mcpu: CPUs in the root cpuset × 1000; cfs_slice_us: None when the
+    kernel has no sched_cfs_bandwidth_slice_us; cpufreq_governor: "" without cpufreq."""
+
+    name: str
+    kernel_version: str = ""
+    capacity_mcpu: int | None = None
+    cfs_slice_us: int | None = None
+    cpufreq_governor: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSample:
+    """One cgroup's cumulative counters as the agent read them (seconds, periods, threads); None = not reported."""
+
+    pod_uid: str
+    container_id: str  # "" for the pod-level cgroup
+    qos_class: str = ""
+    periods_total: int | None = None
+    throttled_periods_total: int | None = None
+    throttled_seconds_total: float | None = None
+    usage_seconds_total: float | None = None
+    threads: int | None = None
+    quota_us: int | None = None
+    period_us: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentBatch:
+    """One validated agent push: every sample was read at `collected_at` (timezone-aware)."""
+
+    node: AgentNode
+    collected_at: datetime
+    samples: tuple[AgentSample, ...] = ()
+    errors: tuple[str, ...] = ()  # the agent's own read errors, one line per cgroup it could not read
+    cgroup_version: int = 2
+    agent_version: str = "1"
+
+
+@dataclass(frozen=True, slots=True)
+class Unmatched:
+    pod_uid: str
+    container_id: str
+    reason: str
+
+
+@dataclass
+class PushResult:
+    cluster: str
+    node: str
+    accepted: int = 0  # readings matched to a stored container and handed to the ingest
+    samples_written: int = 0
+    duplicates: int = 0  # readings at or before the container's last stored instant
+    pod_level: int = 0  # pod cgroups: counted, not stored
+    sandboxes: int = 0  # the pause container of a pod whose containers were all matched
+    unknown: list[Unmatched] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def resolve_cluster(node_name: str, bound: Cluster | None) -> Cluster:
+    """The cluster a batch from `node_name` belongs to: the token's cluster when it is bound to one, else the one
+    cluster that has a node of that name. Raises PushRejected when there is none, several, or the cluster is disabled.
+    """
+    if bound is not None:
+        cluster = bound
+    else:
+        clusters = list(Cluster.objects.filter(nodes__name=node_name).distinct().order_by("name")[:5])
+        if not clusters:
+            raise PushRejected(
+                f"node {node_name!r} is in no registered cluster: collect the cluster's inventory first, or bind the "
+                "agent's token to its cluster (manage.py create_token --scope ingest --cluster NAME)"
+            )
+        if len(clusters) > 1:
+            names = ", ".join(c.name for c in clusters)
+            raise PushRejected(
+                f"node {node_name!r} is in several clusters ({names}): bind the agent's token to one "
+                "(manage.py create_token --scope ingest --cluster NAME)"
+            )
+        cluster = clusters[0]
+    if not cluster.enabled:
+        raise PushRejected(f"cluster {cluster.name!r} is disabled: enable it in the admin to accept its agents")
+    return cluster
+
+
+def ingest_agent_batch(batch: AgentBatch, *, cluster: Cluster | None = None, now: datetime | None = None) -> PushResult:
+    """Store one agent batch in `cluster` (or the cluster found by the node's name); returns what was matched.
+
+    Raises PushRejected when no single cluster fits (see resolve_cluster). Unmatched cgroups are in the result, not
+    errors; counters the ingest finds impossible are dropped from their reading and listed in `problems`.
+    """
+    now = now or timezone.now()
+    target = resolve_cluster(batch.node.name, cluster)
+    result = PushResult(cluster=target.name, node=batch.node.name)
+    readings = _match(target, batch, result)
+    stored = ingest(target, Batch(nodes=[_node_info(target, batch.node)], readings=readings), now=now)
+    result.accepted = len(readings)
+    result.samples_written = stored.samples_written
+    result.duplicates = stored.duplicates
+    result.problems.extend(stored.problems)
+    if batch.errors:
+        log.warning(
+            "agent on %s/%s could not read %d cgroup(s), first: %s",
+            target.name,
+            batch.node.name,
+            len(batch.errors),
+            batch.errors[0],
+        )
+    return result
+
+
+def _node_info(cluster: Cluster, node: AgentNode) -> NodeInfo:
+    # The Kubernetes API's capacity is authoritative; the agent's cpuset count only fills a gap, so two sources
+    # never take turns overwriting each other.
+    known_capacity = (
+        Node.objects.filter(cluster=cluster, name=node.name).values_list("capacity_mcpu", flat=True).first()
+    )
+    return NodeInfo(
+        name=node.name,
+        capacity_mcpu=node.capacity_mcpu if known_capacity is None else None,
+        kernel_version=node.kernel_version,
+        cfs_slice_us=node.cfs_slice_us,
+        cpufreq_governor=node.cpufreq_governor,
+    )
+
+
+def _match(cluster: Cluster, batch: AgentBatch, result: PushResult) -> list[CounterReading]:
+    """Readings for the samples whose container id is a stored container of `cluster`; the rest sorted into
+    pod-level, sandbox and unknown on `result`."""
+    container_samples = [s for s in batch.samples if s.container_id]
+    result.pod_level = len(batch.samples) - len(container_samples)
+    ids = {s.container_id for s in container_samples}
+    containers = {
+        c.container_id: c
+        for c in Container.objects.filter(pod__cluster=cluster, container_id__in=ids).select_related("pod")
+    }
+    readings: list[CounterReading] = []
+    matched_per_pod: dict[str, set[str]] = defaultdict(set)
+    unmatched: list[AgentSample] = []
+    for sample in container_samples:
+        container = containers.get(sample.container_id)
+        if container is None:
+            unmatched.append(sample)
+            continue
+        pod = container.pod
+        if pod.uid and pod.uid != sample.pod_uid:
+            result.problems.append(
+                f"container {sample.container_id[:12]} is {pod.namespace}/{pod.name}/{container.name} (pod uid "
+                f"{pod.uid}) but the agent found it under pod uid {sample.pod_uid}; stored by its container id"
+            )
+        matched_per_pod[sample.pod_uid].add(sample.container_id)
+        readings.append(
+            CounterReading(
+                namespace=pod.namespace,
+                pod=pod.name,
+                container=container.name,
+                ts=batch.collected_at,
+                periods_total=sample.periods_total,
+                throttled_periods_total=sample.throttled_periods_total,
+                throttled_seconds_total=sample.throttled_seconds_total,
+                usage_seconds_total=sample.usage_seconds_total,
+                threads=sample.threads,
+                period_us=sample.period_us,
+                quota_us=sample.quota_us,
+                node=batch.node.name,
+            )
+        )
+    if unmatched:
+        _sort_unmatched(cluster, unmatched, matched_per_pod, result)
+    return readings
+
+
+def _sort_unmatched(
+    cluster: Cluster, unmatched: list[AgentSample], matched_per_pod: dict[str, set[str]], result: PushResult
+) -> None:
+    uids = {s.pod_uid for s in unmatched}
+    pods = {p.uid: p for p in Pod.objects.filter(cluster=cluster, uid__in=uids)}
+    # Containers of those pods that have a runtime id: when every one of them was matched, an extra id is the sandbox.
+    ids_per_pod: dict[int, set[str]] = defaultdict(set)
+    for pod_id, container_id in (
+        Container.objects.filter(pod__in=pods.values()).exclude(container_id="").values_list("pod_id", "container_id")
+    ):
+        ids_per_pod[pod_id].add(container_id)
+    for sample in unmatched:
+        pod = pods.get(sample.pod_uid)
+        if pod is None:
+            reason = f"no pod with uid {sample.pod_uid} in cluster {cluster.name} (not in the inventory yet?)"
+        elif ids_per_pod[pod.pk] and ids_per_pod[pod.pk] <= matched_per_pod[sample.pod_uid]:
+            result.sandboxes += 1
+            continue
+        elif not ids_per_pod[pod.pk]:
+            reason = f"pod {pod.namespace}/{pod.name} has no container ids in the inventory, so its cgroups cannot be told apart"
+        else:
+            reason = (
+                f"pod {pod.namespace}/{pod.name} has no container with this id: its sandbox, or a container "
+                "started after the last inventory"
+            )
+        result.unknown.append(Unmatched(sample.pod_uid, sample.container_id, reason))
