@@ -1,11 +1,96 @@
-"""Reads for the pages: querysets shaped for templates."""
+"""Reads for the pages, shaped for templates.
+
+Report rows come from the advisor's selectors (`findings()`, `report_row()`), the same ones the API and the CSV use,
+so a page cannot show a figure the export does not. This module adds what only pages need: the overview's
+aggregates, per-namespace summaries, sorting, the node's share holders and the pod page's per-container bundle.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
 
-from apps.clusters.models import Cluster
+from django.conf import settings
+from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models.functions import Coalesce, NullIf
+from django.http import Http404
+from django.utils import timezone
+
+from apps.advisor.cfs import pod_shares_floor
+from apps.advisor.kernel import KernelVerdict, kernel_verdict
+from apps.advisor.models import WINDOW_SECONDS, Finding, Window
+from apps.advisor.selectors import findings, report_row
+from apps.clusters.kubelet import shares_from_request_mcpu
+from apps.clusters.models import Cluster, Container, Node, Pod
 from apps.collector.models import CollectionRun
+from apps.telemetry.selectors import SeriesPoint, container_series
+
+VERDICTS = ("fixed", "affected", "unknown")
+
+# Sortable report columns: the `?sort=` key (a contract field name, `-` for descending) → database fields.
+# Unknown numbers sort last in both directions; pod then container break ties so pages are stable.
+SORT_FIELDS: dict[str, tuple[str, ...]] = {
+    "pod": ("container__pod__name", "container__name"),
+    "container": ("container__name", "container__pod__name"),
+    "node": ("container__pod__node__name",),
+    "workload_name": ("container__pod__workload_name",),
+    "request_mcpu": ("container__request_mcpu",),
+    "limit_mcpu": ("container__limit_mcpu",),
+    "shares_floor_mcpu": ("shares_floor_mcpu",),
+    "quota_ceiling_mcpu": ("quota_ceiling_mcpu",),
+    "usage_avg_mcpu": ("usage_avg_mcpu",),
+    "usage_p95_mcpu": ("usage_p95_mcpu",),
+    "throttle_ratio": ("throttle_ratio",),
+    "throttled_seconds_per_second": ("throttled_seconds_per_second",),
+    "threads": ("threads",),
+    "kernel_verdict": ("kernel_verdict",),
+    # Most severe first when ascending: severity_rank is 0 critical … 2 info, 9 none.
+    "severity": ("severity_rank",),
+}
+# Columns a report row never shows: the explanation (kilobytes of text per row) and the node's probe figures.
+REPORT_UNUSED = ("explanation", "container__pod__node__probe")
+SORT_CHOICES = tuple(key for name in SORT_FIELDS for key in (name, f"-{name}"))
+
+
+def throttle_target() -> float:
+    """The throttle ratio (0–1) above which a container counts as over target (settings.CPUTUNE_THROTTLE_TARGET)."""
+    return float(settings.CPUTUNE_THROTTLE_TARGET)
+
+
+# --- lookups that 404 --------------------------------------------------------------------------------------------
+
+
+def get_cluster(name: str) -> Cluster:
+    try:
+        return Cluster.objects.get(name=name)
+    except Cluster.DoesNotExist:
+        raise Http404(f"No cluster named {name!r}.") from None
+
+
+def require_namespace(cluster: Cluster, namespace: str) -> None:
+    """404 unless some pod of the cluster was ever seen in `namespace`."""
+    if not Pod.objects.filter(cluster=cluster, namespace=namespace).exists():
+        raise Http404(f"No namespace {namespace!r} in cluster {cluster.name!r}.")
+
+
+def get_pod(cluster: Cluster, namespace: str, name: str) -> Pod:
+    try:
+        return Pod.objects.select_related("node").get(cluster=cluster, namespace=namespace, name=name)
+    except Pod.DoesNotExist:
+        raise Http404(f"No pod {namespace}/{name} in cluster {cluster.name!r}.") from None
+
+
+def get_node(cluster: Cluster, name: str) -> Node:
+    try:
+        return Node.objects.get(cluster=cluster, name=name)
+    except Node.DoesNotExist:
+        raise Http404(f"No node {name!r} in cluster {cluster.name!r}.") from None
+
+
+# --- overview ----------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -14,11 +99,394 @@ class ClusterRow:
     last_run: CollectionRun | None
     nodes: int
     pods: int
+    problems: int  # problems recorded by the last run
+    next_run_at: datetime | None  # last run's start + the collection interval: when beat should run it next
+    overdue: bool  # the next run is more than one interval late: is a worker running?
+    verdicts: dict[str, int]  # nodes per kernel verdict
+    last_seen: datetime | None  # the newest node sighting: data can arrive without runs (imports, node agents)
 
 
-def cluster_overview() -> list[ClusterRow]:
+@dataclass(frozen=True)
+class WorkloadRow:
+    cluster: str
+    namespace: str
+    workload_kind: str
+    workload_name: str
+    containers: int
+    worst_ratio: float
+    throttled_seconds_per_second: float | None
+
+
+@dataclass(frozen=True)
+class Overview:
+    clusters: list[ClusterRow]
+    workloads: list[WorkloadRow]
+    verdicts: dict[str, int]
+    target: float
+    interval_s: int
+
+
+def overview(*, now: datetime | None = None, top: int = 10) -> Overview:
+    """Every cluster with its last run and node verdicts, and the `top` most throttled workloads of the last hour."""
+    now = now or timezone.now()
+    interval_s = int(settings.CPUTUNE_COLLECT_INTERVAL)
+    latest = CollectionRun.objects.filter(cluster=OuterRef("pk")).order_by("-started_at").values("pk")[:1]
+    clusters = list(
+        Cluster.objects.annotate(
+            node_count=Subquery(_count_of(Node)),
+            pod_count=Subquery(_count_of(Pod)),
+            last_run_id=Subquery(latest),
+            last_seen=Subquery(
+                Node.objects.filter(cluster=OuterRef("pk"))
+                .order_by(F("last_seen").desc(nulls_last=True))
+                .values("last_seen")[:1]
+            ),
+        )
+    )
+    run_ids = [c.last_run_id for c in clusters if c.last_run_id]
+    last_runs = {
+        run.cluster_id: run
+        for run in CollectionRun.objects.filter(pk__in=run_ids).annotate(problem_count=Count("problems"))
+    }
+    per_cluster_verdicts = node_verdict_counts()
     rows = []
-    for cluster in Cluster.objects.all():
-        last_run = CollectionRun.objects.filter(cluster=cluster).first()
-        rows.append(ClusterRow(cluster, last_run, cluster.nodes.count(), cluster.pods.count()))
-    return rows
+    for cluster in clusters:
+        run = last_runs.get(cluster.pk)
+        next_at = run.started_at + timedelta(seconds=interval_s) if run else None
+        rows.append(
+            ClusterRow(
+                cluster=cluster,
+                last_run=run,
+                nodes=cluster.node_count or 0,
+                pods=cluster.pod_count or 0,
+                problems=getattr(run, "problem_count", 0) if run else 0,
+                next_run_at=next_at,
+                overdue=bool(cluster.enabled and next_at and now - next_at > timedelta(seconds=interval_s)),
+                verdicts=per_cluster_verdicts.get(cluster.pk, dict.fromkeys(VERDICTS, 0)),
+                last_seen=cluster.last_seen,
+            )
+        )
+    total: Counter[str] = Counter()
+    for counts in per_cluster_verdicts.values():
+        total.update(counts)
+    return Overview(
+        clusters=rows,
+        workloads=most_throttled_workloads(top=top),
+        verdicts={v: total.get(v, 0) for v in VERDICTS},
+        target=throttle_target(),
+        interval_s=interval_s,
+    )
+
+
+def _count_of(model: type[Node] | type[Pod]) -> QuerySet:
+    """A correlated count of the cluster's rows of `model` (avoids joining nodes × pods in one GROUP BY)."""
+    return model.objects.filter(cluster=OuterRef("pk")).order_by().values("cluster").annotate(n=Count("pk")).values("n")
+
+
+def node_verdict_counts(cluster: Cluster | None = None) -> dict[int, dict[str, int]]:
+    """Nodes per kernel verdict, per cluster id. One query over distinct kernel versions; verdicts are cached."""
+    qs = Node.objects.all() if cluster is None else Node.objects.filter(cluster=cluster)
+    out: dict[int, dict[str, int]] = defaultdict(lambda: dict.fromkeys(VERDICTS, 0))
+    for cluster_id, version, n in qs.values_list("cluster_id", "kernel_version").annotate(n=Count("id")):
+        out[cluster_id][kernel_verdict(version).verdict] += n
+    return dict(out)
+
+
+def most_throttled_workloads(*, top: int = 10, window: str = Window.HOUR) -> list[WorkloadRow]:
+    """Workloads (pods grouped by owner; a bare pod stands for itself) by their worst container's throttle ratio.
+
+    Only workloads with a ratio above 0 are listed; ties go to the one losing more seconds per second.
+    """
+    workload = Coalesce(NullIf(F("container__pod__workload_name"), Value("")), F("container__pod__name"))
+    qs = (
+        Finding.objects.filter(window=window, throttle_ratio__gt=0)
+        .values("cluster__name", "namespace", "container__pod__workload_kind")
+        .annotate(
+            workload=workload,
+            containers=Count("id"),
+            worst=Max("throttle_ratio"),
+            lost=Sum("throttled_seconds_per_second"),
+        )
+        .order_by("-worst", F("lost").desc(nulls_last=True), "cluster__name", "namespace", "workload")[:top]
+    )
+    return [
+        WorkloadRow(
+            cluster=r["cluster__name"],
+            namespace=r["namespace"],
+            workload_kind=r["container__pod__workload_kind"] or "Pod",
+            workload_name=r["workload"],
+            containers=r["containers"],
+            worst_ratio=r["worst"],
+            throttled_seconds_per_second=r["lost"],
+        )
+        for r in qs
+    ]
+
+
+# --- cluster -----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NamespaceRow:
+    namespace: str
+    containers: int
+    over_target: int
+    worst_ratio: float | None
+    critical: int  # containers with a critical recommendation
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    node: Node
+    verdict: KernelVerdict
+    pods: int
+
+
+@dataclass(frozen=True)
+class ClusterPage:
+    cluster: Cluster
+    namespaces: list[NamespaceRow]
+    nodes: list[NodeRow]
+    runs: list[CollectionRun]
+    target: float
+    next_run_at: datetime | None
+
+
+def cluster_page(cluster: Cluster, *, window: str = Window.HOUR, runs: int = 5) -> ClusterPage:
+    """Namespaces (containers, over target, worst ratio), nodes with kernel verdicts, and the last `runs` runs."""
+    target = throttle_target()
+    namespaces = [
+        NamespaceRow(
+            namespace=r["namespace"],
+            containers=r["containers"],
+            over_target=r["over"],
+            worst_ratio=r["worst"],
+            critical=r["critical"],
+        )
+        for r in Finding.objects.filter(cluster=cluster, window=window)
+        .values("namespace")
+        .annotate(
+            containers=Count("id"),
+            over=Count("id", filter=Q(throttle_ratio__gt=target)),
+            worst=Max("throttle_ratio"),
+            critical=Count("id", filter=Q(severity_rank=0)),
+        )
+        .order_by(F("worst").desc(nulls_last=True), "namespace")
+    ]
+    # Namespaces whose pods have no finding in this window (not seen since it started) still get a row.
+    known = {row.namespace for row in namespaces}
+    for ns in Pod.objects.filter(cluster=cluster).values_list("namespace", flat=True).distinct().order_by("namespace"):
+        if ns not in known:
+            namespaces.append(NamespaceRow(ns, 0, 0, None, 0))
+    nodes = [
+        NodeRow(node=node, verdict=kernel_verdict(node.kernel_version), pods=node.pod_count)
+        for node in Node.objects.filter(cluster=cluster).annotate(pod_count=Count("pods"))
+    ]
+    last_runs = list(CollectionRun.objects.filter(cluster=cluster).prefetch_related("problems")[:runs])
+    next_at = last_runs[0].started_at + timedelta(seconds=int(settings.CPUTUNE_COLLECT_INTERVAL)) if last_runs else None
+    return ClusterPage(cluster, namespaces, nodes, last_runs, target, next_at)
+
+
+# --- namespace report --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReportLine:
+    row: dict[str, Any]  # report_row(): the contract's fields
+    lifetime: bool  # a single reading: counters since the container started, no window
+
+
+@dataclass(frozen=True)
+class NamespaceSummary:
+    containers: int
+    over_target: int
+    worst_ratio: float | None
+    window_start: datetime | None
+    window_end: datetime | None
+
+
+def report_queryset(
+    cluster: Cluster,
+    namespace: str,
+    *,
+    window: str = Window.HOUR,
+    sort: str = "",
+    kind: str | None = None,
+    min_throttle_ratio: float | None = None,
+    node: str | None = None,
+    workload: str | None = None,
+) -> QuerySet[Finding]:
+    """The namespace report's rows: `findings()` with its filters, re-ordered by `sort` (a SORT_CHOICES key).
+
+    An empty `sort` keeps findings()' order (worst throttle ratio first). Raises ValueError for an unknown key.
+    """
+    qs = findings(
+        cluster,
+        window=window,
+        namespace=namespace,
+        kind=kind,
+        min_throttle_ratio=min_throttle_ratio,
+        node=node,
+        workload=workload,
+    ).defer(*REPORT_UNUSED)
+    if not sort:
+        return qs
+    descending = sort.startswith("-")
+    fields = SORT_FIELDS.get(sort.lstrip("-"))
+    if fields is None:
+        raise ValueError(f"cannot sort by {sort!r}: use one of {', '.join(SORT_CHOICES)}")
+    order = [F(f).desc(nulls_last=True) if descending else F(f).asc(nulls_last=True) for f in fields]
+    return qs.order_by(*order, "container__pod__name", "container__name")
+
+
+def report_lines(page_rows: Iterable[Finding]) -> list[ReportLine]:
+    return [ReportLine(row=report_row(f), lifetime=f.lifetime) for f in page_rows]
+
+
+def namespace_summary(cluster: Cluster, namespace: str, window: str) -> NamespaceSummary:
+    """Containers, how many are over the throttle target, the worst ratio and the window's span, in one query."""
+    agg = Finding.objects.filter(cluster=cluster, namespace=namespace, window=window).aggregate(
+        containers=Count("id"),
+        over=Count("id", filter=Q(throttle_ratio__gt=throttle_target())),
+        worst=Max("throttle_ratio"),
+        end=Max("window_end"),
+        start=Max("window_start"),
+    )
+    return NamespaceSummary(agg["containers"], agg["over"], agg["worst"], agg["start"], agg["end"])
+
+
+def namespace_choices(cluster: Cluster, namespace: str) -> tuple[list[str], list[str]]:
+    """The namespace's node names and workload names, for the filter form's drop-downs."""
+    pairs = (
+        Pod.objects.filter(cluster=cluster, namespace=namespace)
+        .order_by()  # the model's ordering would join the DISTINCT
+        .values_list("node__name", "workload_name")
+        .distinct()
+    )
+    nodes: set[str] = set()
+    workloads: set[str] = set()
+    for node, workload in pairs:
+        if node:
+            nodes.add(node)
+        if workload:
+            workloads.add(workload)
+    return sorted(nodes), sorted(workloads)
+
+
+# --- pod detail --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ContainerDetail:
+    container: Container
+    finding: Finding | None
+    row: dict[str, Any] | None
+    points: list[SeriesPoint] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PodDetail:
+    pod: Pod
+    containers: list[ContainerDetail]
+    since: datetime
+    until: datetime
+    resolution: str  # "raw" (one point per collection) or "hourly"
+
+
+def pod_detail(pod: Pod, *, window: str = Window.HOUR, now: datetime | None = None) -> PodDetail:
+    """Every container of the pod with its finding for `window` and its series over the same span.
+
+    The span ends at the findings' window end (the last refresh) so charts and figures describe the same time;
+    without findings it ends now.
+    """
+    containers = list(pod.containers.all())
+    by_container = {
+        f.container_id: f
+        for f in Finding.objects.filter(container__pod=pod, window=window).select_related(
+            "container", "container__pod", "container__pod__node", "cluster"
+        )
+    }
+    ends = [f.window_end for f in by_container.values() if f.window_end]
+    until = max(ends) if ends else (now or timezone.now())
+    since = until - timedelta(seconds=WINDOW_SECONDS[Window(window)])
+    resolution, series = container_series([c.pk for c in containers], since, until)
+    details = []
+    for c in containers:
+        finding = by_container.get(c.pk)
+        details.append(
+            ContainerDetail(
+                container=c,
+                finding=finding,
+                row=report_row(finding) if finding else None,
+                points=series.get(c.pk, []),
+            )
+        )
+    return PodDetail(pod, details, since, until, resolution)
+
+
+# --- node --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ShareHolder:
+    namespace: str
+    pod: str
+    request_mcpu: int | None  # summed over the pod's containers; None when none of them requests CPU
+    shares: int  # the pod cgroup's cpu.shares
+    fraction: float  # of all pod shares on the node, 0–1
+    floor_mcpu: int | None  # allocatable × fraction: what it is guaranteed when every pod wants CPU
+
+
+@dataclass(frozen=True)
+class NodePage:
+    node: Node
+    verdict: KernelVerdict
+    holders: list[ShareHolder]
+    requested_mcpu: int
+    throttled: list[ReportLine]
+    target: float
+
+
+def share_holders(node: Node) -> list[ShareHolder]:
+    """Pods on the node by cpu.shares (from their summed CPU requests), largest first; floors need allocatable CPU."""
+    requests: dict[tuple[str, str], int | None] = {}
+    for namespace, pod, request in Container.objects.filter(pod__node=node).values_list(
+        "pod__namespace", "pod__name", "request_mcpu"
+    ):
+        key = (namespace, pod)
+        if request:
+            requests[key] = (requests.get(key) or 0) + request
+        else:
+            requests.setdefault(key, None)
+    budget = node.allocatable_mcpu or node.capacity_mcpu
+    total_shares = sum(shares_from_request_mcpu(r) for r in requests.values())
+    holders = []
+    keys = list(requests)
+    for i, key in enumerate(keys):
+        request = requests[key]
+        shares = shares_from_request_mcpu(request)
+        floor = None
+        if budget:
+            neighbours = [requests[k] for j, k in enumerate(keys) if j != i]
+            floor = pod_shares_floor(request, neighbours, budget).floor_mcpu
+        holders.append(ShareHolder(key[0], key[1], request, shares, shares / total_shares, floor))
+    holders.sort(key=lambda h: (-h.shares, h.namespace, h.pod))
+    return holders
+
+
+def node_page(node: Node, *, window: str = Window.HOUR) -> NodePage:
+    """The node's kernel verdict, who holds its shares, and its containers over the throttle target in `window`."""
+    target = throttle_target()
+    holders = share_holders(node)
+    throttled_qs = Finding.objects.filter(
+        cluster_id=node.cluster_id, window=window, container__pod__node=node, throttle_ratio__gt=target
+    ).select_related("container", "container__pod", "container__pod__node", "cluster")
+    throttled = report_lines(list(throttled_qs.order_by("-throttle_ratio", "namespace", "container__pod__name")))
+    return NodePage(
+        node=node,
+        verdict=kernel_verdict(node.kernel_version),
+        holders=holders,
+        requested_mcpu=sum(h.request_mcpu or 0 for h in holders),
+        throttled=throttled,
+        target=target,
+    )

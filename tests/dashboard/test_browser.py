@@ -1,0 +1,157 @@
+"""The dashboard in a real browser (Debian's Chromium via Playwright) against a live server.
+
+A user logs in through the form, walks overview → cluster → namespace → pod, sorts and filters the report,
+downloads the CSV and sees the Plotly chart drawn. Screenshots at laptop and phone sizes go to
+artifacts/screenshots/ (kept by CI). Each test is bounded: every wait times out within seconds.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.builders import build_cluster
+
+from .conftest import PASSWORD
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's package; Playwright's own browser downloads are not used
+SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+LAPTOP = {"width": 1366, "height": 900}
+PHONE = {"width": 390, "height": 844}
+TIMEOUT_MS = 10_000
+
+
+@pytest.fixture()
+def site(live_server, django_user_model) -> str:
+    django_user_model.objects.create_user("ops", password=PASSWORD)
+    build_cluster("demo")
+    return live_server.url
+
+
+@pytest.fixture()
+def browser(site: str) -> Iterator:
+    """Started after the data is stored: while Playwright's sync API runs, this thread must not touch the database."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def logged_in_page(browser, site: str, viewport: dict) -> tuple[Any, list[str]]:
+    """A page logged in through the form, and the list its JavaScript errors are collected in."""
+    context = browser.new_context(viewport=viewport, accept_downloads=True)
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{site}/c/demo/")  # not logged in: the login form, which brings us back here
+    assert "/accounts/login/" in page.url
+    page.fill("#id_username", "ops")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{site}/c/demo/")
+    return page, errors
+
+
+def shoot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def report_pods(page) -> list[str]:
+    return page.locator("#report tbody tr").evaluate_all("rows => rows.map(r => r.dataset.pod)")
+
+
+def test_a_user_walks_from_the_overview_to_a_pod_chart(browser, site: str) -> None:
+    page, errors = logged_in_page(browser, site, LAPTOP)
+    page.goto(f"{site}/")
+    shoot(page, "overview-laptop")
+    page.click("#clusters a[href='/c/demo/']")
+    page.wait_for_url(f"{site}/c/demo/")
+    assert page.locator("#nodes tbody tr").count() == 2
+    shoot(page, "cluster-laptop")
+
+    page.click("#namespaces a[href^='/c/demo/ns/shop/']")
+    page.wait_for_selector("#report")
+    assert len(report_pods(page)) == 8
+    assert page.locator("#report tbody tr").first.locator("td.ratio").inner_text().startswith("60%")
+    shoot(page, "namespace-laptop")
+
+    page.click("#report a[href^='/c/demo/ns/shop/pod/api-0/']")
+    page.wait_for_selector(".js-plotly-plot .main-svg")
+    assert page.locator(".js-plotly-plot").count() == 1
+    legend = page.locator(".js-plotly-plot .legend").text_content() or ""
+    assert "shares floor 1,385m" in legend and "quota ceiling 500m" in legend and "target 10%" in legend
+    assert "kubectl set resources deployment/api -c main --limits=cpu=600m -n shop" in page.content()
+    shoot(page, "pod-laptop")
+    assert errors == []
+
+
+def test_the_report_sorts_filters_and_downloads_its_csv(browser, site: str) -> None:
+    page, errors = logged_in_page(browser, site, LAPTOP)
+    page.goto(f"{site}/c/demo/ns/shop/")
+
+    page.click("#report th a:text('Pod')")
+    page.wait_for_url("**sort=pod")
+    assert report_pods(page)[:2] == ["api-0", "api-1"]
+    page.click("#report th a:text('Pod')")
+    page.wait_for_url("**sort=-pod")
+    assert report_pods(page)[0] == "worker-1"
+
+    page.select_option("select[name=kind]", "cut_threads")
+    page.fill("input[name=min_throttle_ratio]", "0.5")
+    page.click("#filters button[type=submit]")
+    page.wait_for_url("**min_throttle_ratio=0.5**")
+    assert report_pods(page) == ["api-1", "api-0"]  # the sort survives filtering
+
+    with page.expect_download() as download_info:
+        page.click("#download-csv")
+    download = download_info.value
+    assert download.suggested_filename == "cputune-demo-shop-1h-recommendations.csv"
+    rows = list(csv.DictReader(io.StringIO(Path(download.path()).read_text())))
+    assert {(r["pod"], r["kind"]) for r in rows} == {("api-0", "cut_threads"), ("api-1", "cut_threads")}
+    assert errors == []
+
+
+def test_pages_read_on_a_phone(browser, site: str) -> None:
+    page, errors = logged_in_page(browser, site, PHONE)
+    for name, path in (
+        ("overview", "/"),
+        ("cluster", "/c/demo/"),
+        ("namespace", "/c/demo/ns/shop/"),
+        ("node", "/c/demo/node/demo-node-0/"),
+        ("pod", "/c/demo/ns/shop/pod/worker-0/"),
+    ):
+        page.goto(f"{site}{path}")
+        if page.locator("[data-chart]").count():
+            page.wait_for_selector(".js-plotly-plot .main-svg")
+        # Nothing but the report's own scroll box may be wider than the screen.
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, f"{path} scrolls sideways by {overflow}px on a phone"
+        shoot(page, f"{name}-phone")
+    # The report scrolls sideways inside its box, with the pod column kept in view.
+    page.goto(f"{site}/c/demo/ns/shop/")
+    wrap = page.locator(".table-wrap.tall")
+    assert wrap.evaluate("el => el.scrollWidth > el.clientWidth")
+    wrap.evaluate("el => { el.scrollLeft = 400; }")
+    first_cell = page.locator("#report tbody tr td.sticky-col").first.bounding_box()
+    assert first_cell is not None and first_cell["x"] < 20
+    assert errors == []

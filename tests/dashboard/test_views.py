@@ -1,0 +1,454 @@
+"""Every page through the Django test client: what a logged-in user sees, 404s for unknown names, 400s for bad queries.
+
+Expected figures come from the builder's patterns (tests/builders.py) and the kubelet's arithmetic, worked out here:
+node allocatable 15,800m; on each node one pod of each pattern → shares 256 (api 250m) + 102 (worker 100m) +
+2048 (cache 2000m) + 2 (batch, no request) + 512 (web 500m) = 2,920; api's floor = 15,800 × 256 / 2,920 = 1,385m.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from apps.advisor.models import Finding
+from apps.advisor.selectors import RECOMMENDATION_FIELDS
+from apps.clusters.models import Cluster, Node
+from apps.collector.models import CollectionProblem, CollectionRun
+from tests.builders import build_cluster
+
+pytestmark = pytest.mark.django_db
+
+NS = "/c/demo/ns/shop/"
+
+
+def report_pods(html: bytes) -> list[str]:
+    """The pod of every report row, in page order."""
+    return re.findall(r'<tr data-pod="([^"]+)"', html.decode())
+
+
+def found(pattern: str, text: str) -> str:
+    """The first group of `pattern` in `text`; fails the test when it is not there."""
+    match = re.search(pattern, text, re.S)
+    assert match, f"{pattern!r} is not on the page"
+    return match.group(1)
+
+
+def chart(html: bytes, chart_id: str) -> dict:
+    match = re.search(rf'<script type="application/json" id="{chart_id}">(.*?)</script>', html.decode(), re.S)
+    assert match, f"no chart {chart_id} on the page"
+    return json.loads(match.group(1))
+
+
+def csv_rows(response) -> list[dict[str, str]]:
+    body = b"".join(response.streaming_content).decode()
+    reader = csv.DictReader(io.StringIO(body))
+    assert reader.fieldnames == list(RECOMMENDATION_FIELDS)
+    return list(reader)
+
+
+# --- login -------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url", ["/", "/c/demo/", NS, f"{NS}pod/api-0/", "/c/demo/node/demo-node-0/", f"{NS}recommendations.csv"]
+)
+def test_every_page_sends_an_anonymous_visitor_to_the_login_form(client: Client, demo: Cluster, url: str) -> None:
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/?next=")
+
+
+def test_logging_in_through_the_form_needs_the_csrf_token(user, demo: Cluster) -> None:
+    strict = Client(enforce_csrf_checks=True)
+    refused = strict.post("/accounts/login/", {"username": "ops", "password": "a-long-password-1"})
+    assert refused.status_code == 403
+    page = strict.get("/accounts/login/")
+    token = found(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode())
+    accepted = strict.post(
+        "/accounts/login/", {"username": "ops", "password": "a-long-password-1", "csrfmiddlewaretoken": token}
+    )
+    assert accepted.status_code == 302 and accepted["Location"] == "/"
+
+
+# --- overview ----------------------------------------------------------------------------------------------------
+
+
+def test_overview_without_clusters_says_how_to_register_one(ops: Client) -> None:
+    Cluster.objects.all().delete()  # the module's shared cluster comes back when this test's transaction rolls back
+    response = ops.get("/")
+    assert response.status_code == 200
+    assert b"No cluster is registered yet" in response.content
+    assert b"manage.py add_cluster" in response.content
+
+
+def test_overview_lists_clusters_with_their_last_collection_and_its_problems(ops: Client, demo: Cluster) -> None:
+    now = timezone.now()
+    CollectionRun.objects.create(cluster=demo, source="kubernetes", started_at=now - timedelta(minutes=5), status="ok")
+    last = CollectionRun.objects.create(
+        cluster=demo,
+        source="kubernetes",
+        started_at=now - timedelta(seconds=30),
+        status="partial",
+        nodes_total=3,
+        nodes_ok=2,
+        nodes_failed=1,
+    )
+    CollectionProblem.objects.create(run=last, node="demo-node-9", message="scrape timed out after 20 s")
+    Cluster.objects.create(name="staging")
+    html = ops.get("/").content.decode()
+    assert 'href="/c/demo/"' in html and 'href="/c/staging/"' in html
+    assert "30 s ago" in html and "partial (some nodes failed)" in html
+    assert 'href="/c/demo/#runs">1 problem</a>' in html
+    # The cluster that never ran says when its first collection comes, and how to run one now.
+    assert "no data yet" in html and "collect --cluster staging --once" in html
+
+
+def test_overview_flags_a_cluster_whose_collection_is_overdue(ops: Client, demo: Cluster, settings) -> None:
+    settings.CPUTUNE_COLLECT_INTERVAL = 60
+    CollectionRun.objects.create(
+        cluster=demo, source="kubernetes", started_at=timezone.now() - timedelta(minutes=10), status="ok"
+    )
+    assert b"is a worker running?" in ops.get("/").content
+
+
+def test_overview_ranks_the_most_throttled_workloads_across_clusters(ops: Client, demo: Cluster) -> None:
+    html = ops.get("/").content.decode()
+    table = html[html.index('id="workloads"') :]
+    # api runs at its ceiling throttled in 60% of periods, worker in 40%; cache, web and batch are not throttled.
+    assert table.index(">api</a>") < table.index(">worker</a>")
+    assert ">cache</a>" not in table and ">web</a>" not in table
+    assert "60%" in table and "40%" in table
+
+
+def test_overview_counts_nodes_by_kernel_verdict(ops: Client, demo: Cluster) -> None:
+    build_cluster("fixedc", per_pattern=1, minutes=5, kernel="5.10.12")  # mainline ≥ 5.4: fixed
+    build_cluster("oldc", per_pattern=1, minutes=5, kernel="4.14.100")  # 4.14.95 ≤ x < 4.14.154: affected
+    html = ops.get("/").content.decode()
+    counts = dict(re.findall(r'data-verdict="(\w+)"><span class="tile-n">(\d+)<', html))
+    assert counts == {"fixed": "2", "affected": "2", "unknown": "2"}
+
+
+# --- cluster -----------------------------------------------------------------------------------------------------
+
+
+def test_cluster_page_lists_namespaces_with_counts_over_target_and_worst_ratio(ops: Client, demo: Cluster) -> None:
+    html = ops.get("/c/demo/").content.decode()
+    rows = re.findall(r'<a href="/c/demo/ns/(\w+)/\?window=1h"><strong>\w+</strong></a></td>\s*'
+                      r'<td class="num">(\d+)</td>\s*<td class="num">(?:<span class="crit-text">)?(\d+)', html)  # fmt: skip
+    # shop: api×2, worker×2, cache×2, web×2 = 8 containers, api and worker (4) over the 10% target.
+    assert rows == [("shop", "8", "4"), ("batch", "2", "0")]
+    assert "60%" in html
+
+
+def test_cluster_page_shows_nodes_with_kernel_verdicts_and_runs_with_problems(ops: Client, demo: Cluster) -> None:
+    run = CollectionRun.objects.create(cluster=demo, source="kubernetes", started_at=timezone.now(), status="failed")
+    CollectionProblem.objects.create(run=run, node="demo-node-1", message="connection refused by kubelet")
+    html = ops.get("/c/demo/").content.decode()
+    assert 'href="/c/demo/node/demo-node-0/"' in html and "4.19.76-linuxkit" in html
+    assert "verdict-unknown" in html  # a linuxkit 4.19.76 base is below the 4.19.84 fix with no vendor record
+    assert 'id="runs"' in html and "connection refused by kubelet" in html
+
+
+def test_cluster_page_without_collections_says_so(ops: Client) -> None:
+    Cluster.objects.create(name="fresh")
+    html = ops.get("/c/fresh/").content.decode()
+    assert "No data yet" in html and "collect --cluster fresh --once" in html
+
+
+# --- namespace report --------------------------------------------------------------------------------------------
+
+
+def test_namespace_report_has_a_row_per_container_worst_first(ops: Client, demo: Cluster) -> None:
+    response = ops.get(NS)
+    assert response.status_code == 200
+    pods = report_pods(response.content)
+    assert len(pods) == 8
+    assert set(pods[:2]) == {"api-0", "api-1"} and set(pods[2:4]) == {"worker-0", "worker-1"}
+    html = response.content.decode()
+    for figure in ("250m", "500m", "1,385m", "490m", "60%", "0.30"):
+        assert figure in html
+    assert 'class="badge sev-critical" title="Raise the CPU limit from 500m to 600m' in html
+    assert "Download CSV" in html
+
+
+def test_namespace_report_shows_unknown_numbers_as_a_dash_not_zero(ops: Client, demo: Cluster) -> None:
+    html = ops.get(f"{NS}?workload=cache").content.decode()
+    row = html[html.index('data-pod="cache-0"') :].split("</tr>")[0]
+    cells = re.findall(r'<td class="num[^"]*"[^>]*>([^<]*)', row)
+    # request 2000m; no limit → no ceiling, no periods → no ratio and no throttled seconds.
+    assert cells[:2] == ["2,000m", "—"] and "—" in cells[4:]
+    assert ">0%<" not in row
+
+
+@pytest.mark.parametrize(
+    ("sort", "first"),
+    [("pod", "api-0"), ("-pod", "worker-1"), ("usage_p95_mcpu", "cache-0"), ("-request_mcpu", "cache-0")],
+)
+def test_namespace_report_sorts_by_the_main_columns(ops: Client, demo: Cluster, sort: str, first: str) -> None:
+    pods = report_pods(ops.get(f"{NS}?sort={sort}").content)
+    assert pods[0] == first
+    assert len(pods) == 8
+
+
+def test_sorting_by_ratio_puts_unknown_ratios_last_both_ways(ops: Client, demo: Cluster) -> None:
+    ascending = report_pods(ops.get(f"{NS}?sort=throttle_ratio").content)
+    assert set(ascending[:2]) == {"web-0", "web-1"} and set(ascending[-2:]) == {"cache-0", "cache-1"}
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("kind=cut_threads", {"api-0", "api-1", "worker-0", "worker-1"}),
+        ("kind=lower_request", {"cache-0", "cache-1"}),
+        ("min_throttle_ratio=0.5", {"api-0", "api-1"}),
+        ("node=demo-node-1", {"api-1", "worker-1", "cache-1", "web-1"}),
+        ("workload=web", {"web-0", "web-1"}),
+        ("kind=cut_threads&min_throttle_ratio=0.5&node=demo-node-0", {"api-0"}),
+    ],
+)
+def test_namespace_report_filters(ops: Client, demo: Cluster, query: str, expected: set[str]) -> None:
+    assert set(report_pods(ops.get(f"{NS}?{query}").content)) == expected
+
+
+def test_a_filter_that_matches_nothing_says_so_and_offers_to_clear(ops: Client, demo: Cluster) -> None:
+    html = ops.get(f"{NS}?min_throttle_ratio=0.99").content.decode()
+    assert "No container matches these filters" in html and "Clear the filters" in html
+
+
+def test_namespace_report_pages_by_100(ops: Client, db: None) -> None:
+    build_cluster("big", per_pattern=25, minutes=3)  # shop: 4 patterns × 25 = 100 containers; add one more page
+    build_cluster("big2", per_pattern=26, minutes=3)  # 104 containers in shop
+    first = ops.get("/c/big2/ns/shop/")
+    second = ops.get("/c/big2/ns/shop/?page=2")
+    assert len(report_pods(first.content)) == 100 and len(report_pods(second.content)) == 4
+    assert b"Page 1 of 2" in first.content and b'rel="next"' in first.content
+    assert not set(report_pods(first.content)) & set(report_pods(second.content))
+    assert b"Page 1 of 2" not in ops.get("/c/big/ns/shop/").content  # exactly 100: one page, no pager
+    # Past the last page: the last page, not an error.
+    assert report_pods(ops.get("/c/big2/ns/shop/?page=9").content) == report_pods(second.content)
+
+
+def test_namespace_report_runs_a_fixed_number_of_queries(ops: Client, db: None, django_assert_max_num_queries) -> None:
+    build_cluster("many", per_pattern=30, minutes=3)  # 120 containers in shop: more than a page
+    ops.get("/c/many/ns/shop/")  # warm the session
+    # session, user, cluster, summary, page count, filter choices, the page's rows: 7 however many rows there are.
+    with django_assert_max_num_queries(7):
+        response = ops.get("/c/many/ns/shop/?sort=-usage_p95_mcpu&window=1h")
+    assert len(report_pods(response.content)) == 100
+
+
+def test_namespace_report_window_picker_reads_the_longer_windows(ops: Client, demo: Cluster) -> None:
+    for window in ("24h", "7d"):
+        html = ops.get(f"{NS}?window={window}").content.decode()
+        assert len(report_pods(html.encode())) == 8
+        assert f'href="?window={window}" aria-current="true"' in html
+
+
+def test_lifetime_rows_say_lifetime_instead_of_a_window(ops: Client, db: None) -> None:
+    cluster = build_cluster("once", per_pattern=1, minutes=0)  # one reading per container: lifetime counters
+    lifetime = set(
+        Finding.objects.filter(cluster=cluster, window="1h", window_start__isnull=True).values_list(
+            "container__pod__name", flat=True
+        )
+    )
+    assert lifetime == {"api-0", "worker-0", "web-0"}  # the containers with CFS counters (a limit)
+    html = ops.get("/c/once/ns/shop/").content.decode()
+    for pod in ("api-0", "worker-0", "web-0", "cache-0"):
+        row = html[html.index(f'data-pod="{pod}"') :].split("</tr>")[0]
+        assert (">lifetime</span>" in row) == (pod in lifetime)
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("window=2w", "window '2w'"),
+        ("sort=evil", "sort 'evil'"),
+        ("min_throttle_ratio=abc", "min_throttle_ratio must be a number"),
+        ("min_throttle_ratio=1.5", "between 0 and 1"),
+        ("min_throttle_ratio=nan", "min_throttle_ratio must be a number"),
+        ("page=x", "page must be a whole number"),
+        ("page=0", "page must be a whole number"),
+        ("kind=everything", "kind 'everything'"),
+    ],
+)
+def test_bad_report_queries_are_a_400_naming_the_value(ops: Client, demo: Cluster, query: str, named: str) -> None:
+    response = ops.get(f"{NS}?{query}")
+    assert response.status_code == 400
+    assert named in response.content.decode().replace("&#x27;", "'")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/c/nowhere/",
+        "/c/nowhere/ns/shop/",
+        "/c/demo/ns/nowhere/",
+        "/c/demo/ns/shop/pod/nowhere/",
+        "/c/demo/ns/batch/pod/api-0/",  # a pod of another namespace
+        "/c/demo/node/nowhere/",
+        "/c/demo/ns/nowhere/recommendations.csv",
+        "/c/nowhere/recommendations.csv",
+    ],
+)
+def test_unknown_names_are_a_404(ops: Client, demo: Cluster, url: str) -> None:
+    assert ops.get(url).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "url", ["/c/demo/?window=2w", f"{NS}pod/api-0/?window=2w", "/c/demo/node/demo-node-0/?window=1y"]
+)
+def test_a_bad_window_on_any_page_is_a_400(ops: Client, demo: Cluster, url: str) -> None:
+    assert ops.get(url).status_code == 400
+
+
+# --- CSV ---------------------------------------------------------------------------------------------------------
+
+
+def test_namespace_csv_has_one_row_per_container_and_recommendation(ops: Client, demo: Cluster) -> None:
+    response = ops.get(f"{NS}recommendations.csv")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    assert 'filename="cputune-demo-shop-1h-recommendations.csv"' in response["Content-Disposition"]
+    rows = csv_rows(response)
+    # api: raise_limit, cut_threads, use_whole_cores; worker: cut_threads, use_whole_cores; cache: lower_request.
+    assert len(rows) == 2 * 3 + 2 * 2 + 2 * 1
+    raise_limit = next(r for r in rows if r["pod"] == "api-0" and r["kind"] == "raise_limit")
+    # p95 490m and limit 500m, both × 1.2 headroom → 600m (DOMAIN.md §7 raise_limit).
+    assert raise_limit["suggested_limit_mcpu"] == "600"
+    assert raise_limit["throttle_ratio"] == "0.6" and raise_limit["severity"] == "critical"
+    lower = next(r for r in rows if r["pod"] == "cache-0")
+    assert lower["limit_mcpu"] == "" and lower["throttle_ratio"] == ""  # unknown is empty, never 0
+
+
+def test_namespace_csv_follows_the_page_filters(ops: Client, demo: Cluster) -> None:
+    rows = csv_rows(ops.get(f"{NS}recommendations.csv?kind=cut_threads&min_throttle_ratio=0.5"))
+    assert {(r["pod"], r["kind"]) for r in rows} == {("api-0", "cut_threads"), ("api-1", "cut_threads")}
+
+
+def test_cluster_csv_covers_every_namespace(ops: Client, demo: Cluster) -> None:
+    rows = csv_rows(ops.get("/c/demo/recommendations.csv"))
+    assert {r["namespace"] for r in rows} == {"shop", "batch"}
+    assert [r["kind"] for r in rows if r["namespace"] == "batch"] == ["set_request", "set_request"]
+
+
+def test_the_download_link_carries_the_filters_but_not_the_page(ops: Client, demo: Cluster) -> None:
+    html = ops.get(f"{NS}?kind=cut_threads&page=1").content.decode()
+    link = found(r'id="download-csv" href="([^"]+)"', html)
+    assert link == f"{NS}recommendations.csv?kind=cut_threads"
+
+
+# --- pod ---------------------------------------------------------------------------------------------------------
+
+
+def test_pod_page_explains_and_recommends_with_copyable_changes(ops: Client, demo: Cluster) -> None:
+    response = ops.get(f"{NS}pod/api-0/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Floor: its request of 250m becomes 256 cpu.shares" in html  # the explanation, one <p> per paragraph
+    assert html.count("<p>Why ") == 3
+    assert "kubectl set resources deployment/api -c main --limits=cpu=600m -n shop" in html
+    assert "kubectl set resources deployment/api -c main --requests=cpu=1000m --limits=cpu=1000m -n shop" in html
+    assert "- name: main\n  resources:\n    limits:\n      cpu: 600m" in html
+    assert html.count('class="copy"') == 4  # kubectl + YAML for the two recommendations with numbers
+
+
+def test_pod_page_chart_draws_usage_against_floor_and_ceiling_and_ratio_against_target(
+    ops: Client, demo: Cluster
+) -> None:
+    fig = chart(ops.get(f"{NS}pod/api-0/").content, "chart-1")
+    traces = {t["name"]: t for t in fig["data"]}
+    assert traces["shares floor 1,385m"]["y"] == [1385, 1385]
+    assert traces["quota ceiling 500m"]["y"] == [500, 500]
+    assert traces["target 10%"]["y"] == [10, 10]
+    usage = [y for y in traces["usage"]["y"] if y is not None]
+    assert len(usage) == 30 and all(abs(y - 490) < 1 for y in usage)  # 30 one-minute intervals at 490m
+    ratios = [y for y in traces["throttle ratio"]["y"] if y is not None]
+    assert all(abs(y - 60) < 0.1 for y in ratios)
+    assert set(traces["threads"]["y"]) == {8}
+
+
+def test_pod_page_chart_json_stays_small(ops: Client, demo: Cluster) -> None:
+    html = ops.get(f"{NS}pod/api-0/").content.decode()
+    payload = found(r'id="chart-1">(.*?)</script>', html)
+    assert len(payload) < 12_000
+
+
+def test_a_pod_without_a_limit_has_no_ceiling_line_and_no_kubectl_for_advice_without_numbers(
+    ops: Client, demo: Cluster
+) -> None:
+    html = ops.get(f"{NS}pod/cache-0/").content.decode()
+    names = {t["name"] for t in chart(html.encode(), "chart-1")["data"]}
+    assert not any(name.startswith("quota ceiling") for name in names)
+    assert "lower request" in html
+
+
+def test_pod_page_on_the_7d_window_reads_hourly_points(ops: Client, demo: Cluster) -> None:
+    html = ops.get(f"{NS}pod/api-0/?window=7d").content
+    names = {t["name"] for t in chart(html, "chart-1")["data"]}
+    assert "usage p95 per hour" in names
+
+
+# --- node --------------------------------------------------------------------------------------------------------
+
+
+def test_node_page_shows_the_kernel_verdict_with_reasons_and_fixes(ops: Client, demo: Cluster) -> None:
+    html = ops.get("/c/demo/node/demo-node-0/").content.decode()
+    assert "verdict-unknown" in html and "confidence low" in html
+    assert "4.19.76" in html and "<code>4.19.84</code>" in html
+    assert "python manage.py kernel_probe" in html  # no probe yet: how to run one
+
+
+def test_node_page_shows_the_probe_result_when_there_is_one(ops: Client, demo: Cluster) -> None:
+    node = Node.objects.get(name="demo-node-0")
+    node.probe = {
+        "kernel_release": "4.19.76-linuxkit",
+        "cpus": 16,
+        "fibtest_cpu_ms": 3100.0,
+        "fibtest_expected_cpu_ms": 5000.0,
+        "fibtest_cpu_ratio": 0.62,
+        "verdict": "shows slice-expiry throttling",
+        "reason": "fibtest got 3100 of 5000 ms (62%)",
+    }
+    node.probe_at = timezone.now()
+    node.save()
+    html = ops.get("/c/demo/node/demo-node-0/").content.decode()
+    assert "shows slice-expiry throttling" in html and "fibtest got 3100 of 5000 ms" in html
+    assert "62%" in html and "3,100.0 ms" in html
+    assert "python manage.py kernel_probe" not in html
+
+
+def test_node_page_charts_who_holds_the_shares(ops: Client, demo: Cluster) -> None:
+    html = ops.get("/c/demo/node/demo-node-0/").content
+    bars = chart(html, "shares-chart")["data"][0]
+    # Largest first: cache 2048 of 2,920 shares = 70.1%, web 512 = 17.5%, api 256 = 8.8%, worker 102 = 3.5%, batch 2.
+    assert bars["y"] == ["shop/cache-0", "shop/web-0", "shop/api-0", "shop/worker-0", "batch/batch-0"]
+    assert bars["x"] == [2000, 500, 250, 100, 0]
+    assert bars["text"] == ["70.1%", "17.5%", "8.8%", "3.5%", "0.1%"]
+
+
+def test_node_page_lists_its_throttled_containers(ops: Client, demo: Cluster) -> None:
+    html = ops.get("/c/demo/node/demo-node-1/").content.decode()
+    table = html[html.index('id="throttled"') :]
+    assert "shop/api-1" in table and "shop/worker-1" in table
+    assert "api-0" not in table and "web-1" not in table
+
+
+def test_the_404_page_names_what_was_not_found(ops: Client, demo: Cluster, settings) -> None:
+    settings.DEBUG = False  # the site's own 404 page, as in production
+    response = ops.get("/c/demo/ns/shop/pod/nowhere/")
+    assert response.status_code == 404
+    html = response.content.decode().replace("&#x27;", "'")
+    assert "No pod shop/nowhere in cluster 'demo'." in html and "Back to the overview" in html
+
+
+def test_a_cluster_with_data_but_no_collection_run_shows_when_data_last_came(ops: Client, demo: Cluster) -> None:
+    html = ops.get("/").content.decode()  # the builder stores readings directly, as an import or an agent would
+    row = html[html.index('href="/c/demo/"') :].split("</tr>")[0]
+    assert "data from" in row and "no collection run on record" in row and "no data yet" not in row
