@@ -19,6 +19,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+# bench_pages builds 7 days of samples for 1,000 containers (minutes): bench_api reuses them, then drops them.
+SCRIPT_ARGS = {"bench_pages": ["--keep"], "bench_api": ["--reuse", "--drop"]}
 SCRIPTS = [
     "bench_parser",
     "bench_advisor",
@@ -47,7 +49,8 @@ def run(script: str, env: dict[str, str]) -> tuple[list[dict], str]:
     if not path.exists():
         return [], "missing"
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, str(path)], cwd=ROOT, env=env, capture_output=True, text=True)
+    argv = [sys.executable, str(path), *SCRIPT_ARGS.get(script, [])]
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
     took = time.monotonic() - started
     sys.stdout.write(proc.stdout)
     results = []

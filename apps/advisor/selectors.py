@@ -66,6 +66,8 @@ RECOMMENDATION_FIELDS = (
     "kernel_verdict",
 )
 
+REPORT_UNUSED = ("explanation", "container__pod__node__probe")
+
 RECOMMENDATION_KINDS = (
     "upgrade_kernel",
     "raise_limit",
@@ -93,8 +95,11 @@ def findings(
     """
     from django.db.models import F
 
-    qs = Finding.objects.filter(cluster=cluster, window=window).select_related(
-        "container", "container__pod", "container__pod__node", "cluster"
+    # A report row never shows the explanation (kilobytes of text per row) nor the node's probe figures.
+    qs = (
+        Finding.objects.filter(cluster=cluster, window=window)
+        .select_related("container", "container__pod", "container__pod__node", "cluster")
+        .defer(*REPORT_UNUSED)
     )
     if namespace is not None:
         qs = qs.filter(namespace=namespace)

@@ -183,7 +183,9 @@ class ContainerList(ApiListView):
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         self.cluster, self.namespace = self.get_namespace()
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(ReportRowSerializer([report_row(f) for f in page or []], many=True).data)
+        # report_row() already is the contract's shape and types; the serializer describes it for the schema. Running
+        # 100 rows through it as well took 45 of a 78 ms request (benchmarks/bench_api.py).
+        return self.get_paginated_response([report_row(f) for f in page or []])
 
     def select(self, params: dict[str, Any]) -> Any:
         ratio = params["min_throttle_ratio"]

@@ -50,8 +50,6 @@ SORT_FIELDS: dict[str, tuple[str, ...]] = {
     # Most severe first when ascending: severity_rank is 0 critical … 2 info, 9 none.
     "severity": ("severity_rank",),
 }
-# Columns a report row never shows: the explanation (kilobytes of text per row) and the node's probe figures.
-REPORT_UNUSED = ("explanation", "container__pod__node__probe")
 SORT_CHOICES = tuple(key for name in SORT_FIELDS for key in (name, f"-{name}"))
 
 
@@ -328,7 +326,7 @@ def report_queryset(
         min_throttle_ratio=min_throttle_ratio,
         node=node,
         workload=workload,
-    ).defer(*REPORT_UNUSED)
+    )
     if not sort:
         return qs
     descending = sort.startswith("-")

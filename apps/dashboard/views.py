@@ -194,7 +194,7 @@ def cluster_csv(request: HttpRequest, cluster: str) -> StreamingHttpResponse:
         min_throttle_ratio=q["min_throttle_ratio"],
         node=q["node"] or None,
         workload=q["workload"] or None,
-    ).defer(*selectors.REPORT_UNUSED)
+    )
     return _csv_response(
         _only_kind(recommendation_rows(rows.iterator(chunk_size=500)), q["kind"]), f"{obj.name}-{q['window']}"
     )

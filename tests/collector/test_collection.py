@@ -49,7 +49,10 @@ def test_collect_stores_inventory_and_counters_for_every_node(standin, settings)
     pod = line.split('pod="')[1].split('"')[0]
     php = Container.objects.get(pod__cluster=cluster, pod__name=pod, name="php-apache")
     assert Sample.objects.get(container=php).periods_total == periods
-    assert Finding.objects.filter(cluster=cluster, window="1h").count() == Container.objects.filter(pod__cluster=cluster).count()
+    assert (
+        Finding.objects.filter(cluster=cluster, window="1h").count()
+        == Container.objects.filter(pod__cluster=cluster).count()
+    )
 
 
 def test_a_failing_and_a_hanging_node_are_reported_and_the_rest_stored(standin, settings):

@@ -5,51 +5,81 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('clusters', '0001_initial'),
+        ("clusters", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Finding',
+            name="Finding",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('namespace', models.CharField(max_length=63)),
-                ('window', models.CharField(choices=[('1h', 'last hour'), ('24h', 'last 24 hours'), ('7d', 'last 7 days')], max_length=4)),
-                ('computed_at', models.DateTimeField()),
-                ('window_start', models.DateTimeField(help_text='Null for lifetime figures (a single reading).', null=True)),
-                ('window_end', models.DateTimeField()),
-                ('lifetime', models.BooleanField(default=False)),
-                ('node_cpus', models.FloatField(null=True)),
-                ('shares', models.IntegerField(null=True)),
-                ('shares_floor_mcpu', models.IntegerField(null=True)),
-                ('quota_ceiling_mcpu', models.IntegerField(null=True)),
-                ('period_us', models.IntegerField(null=True)),
-                ('usage_avg_mcpu', models.FloatField(null=True)),
-                ('usage_p95_mcpu', models.FloatField(null=True)),
-                ('usage_max_mcpu', models.FloatField(null=True)),
-                ('throttle_ratio', models.FloatField(null=True)),
-                ('throttled_seconds_per_second', models.FloatField(null=True)),
-                ('periods', models.BigIntegerField(null=True)),
-                ('throttled_periods', models.BigIntegerField(null=True)),
-                ('threads', models.IntegerField(null=True)),
-                ('samples', models.IntegerField(default=0)),
-                ('kernel_version', models.CharField(blank=True, max_length=200)),
-                ('kernel_verdict', models.CharField(blank=True, max_length=16)),
-                ('kernel_bug', models.CharField(blank=True, max_length=16)),
-                ('recommendations', models.JSONField(default=list)),
-                ('kinds', models.CharField(blank=True, help_text="',kind,kind,' for filtering by recommendation kind.", max_length=200)),
-                ('severity_rank', models.SmallIntegerField(default=9, help_text='0 critical, 1 warning, 2 info, 9 none.')),
-                ('explanation', models.TextField(blank=True)),
-                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='clusters.cluster')),
-                ('container', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='findings', to='clusters.container')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("namespace", models.CharField(max_length=63)),
+                (
+                    "window",
+                    models.CharField(
+                        choices=[("1h", "last hour"), ("24h", "last 24 hours"), ("7d", "last 7 days")], max_length=4
+                    ),
+                ),
+                ("computed_at", models.DateTimeField()),
+                (
+                    "window_start",
+                    models.DateTimeField(help_text="Null for lifetime figures (a single reading).", null=True),
+                ),
+                ("window_end", models.DateTimeField()),
+                ("lifetime", models.BooleanField(default=False)),
+                ("node_cpus", models.FloatField(null=True)),
+                ("shares", models.IntegerField(null=True)),
+                ("shares_floor_mcpu", models.IntegerField(null=True)),
+                ("quota_ceiling_mcpu", models.IntegerField(null=True)),
+                ("period_us", models.IntegerField(null=True)),
+                ("usage_avg_mcpu", models.FloatField(null=True)),
+                ("usage_p95_mcpu", models.FloatField(null=True)),
+                ("usage_max_mcpu", models.FloatField(null=True)),
+                ("throttle_ratio", models.FloatField(null=True)),
+                ("throttled_seconds_per_second", models.FloatField(null=True)),
+                ("periods", models.BigIntegerField(null=True)),
+                ("throttled_periods", models.BigIntegerField(null=True)),
+                ("threads", models.IntegerField(null=True)),
+                ("samples", models.IntegerField(default=0)),
+                ("kernel_version", models.CharField(blank=True, max_length=200)),
+                ("kernel_verdict", models.CharField(blank=True, max_length=16)),
+                ("kernel_bug", models.CharField(blank=True, max_length=16)),
+                ("recommendations", models.JSONField(default=list)),
+                (
+                    "kinds",
+                    models.CharField(
+                        blank=True, help_text="',kind,kind,' for filtering by recommendation kind.", max_length=200
+                    ),
+                ),
+                (
+                    "severity_rank",
+                    models.SmallIntegerField(default=9, help_text="0 critical, 1 warning, 2 info, 9 none."),
+                ),
+                ("explanation", models.TextField(blank=True)),
+                (
+                    "cluster",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="clusters.cluster"
+                    ),
+                ),
+                (
+                    "container",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="findings", to="clusters.container"
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['cluster', 'namespace', 'window', 'throttle_ratio'], name='finding_ns_ratio'), models.Index(fields=['cluster', 'window', 'throttle_ratio'], name='finding_cluster_ratio')],
-                'constraints': [models.UniqueConstraint(fields=('container', 'window'), name='finding_once_per_window')],
+                "indexes": [
+                    models.Index(fields=["cluster", "namespace", "window", "throttle_ratio"], name="finding_ns_ratio"),
+                    models.Index(fields=["cluster", "window", "throttle_ratio"], name="finding_cluster_ratio"),
+                ],
+                "constraints": [
+                    models.UniqueConstraint(fields=("container", "window"), name="finding_once_per_window")
+                ],
             },
         ),
     ]

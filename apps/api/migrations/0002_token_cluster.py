@@ -5,16 +5,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('api', '0001_initial'),
-        ('clusters', '0001_initial'),
+        ("api", "0001_initial"),
+        ("clusters", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='apitoken',
-            name='cluster',
-            field=models.ForeignKey(blank=True, help_text='Ingest tokens only: the cluster the node agents using this token belong to.', null=True, on_delete=django.db.models.deletion.CASCADE, related_name='api_tokens', to='clusters.cluster'),
+            model_name="apitoken",
+            name="cluster",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="Ingest tokens only: the cluster the node agents using this token belong to.",
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="api_tokens",
+                to="clusters.cluster",
+            ),
         ),
     ]

@@ -5,109 +5,178 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Cluster',
+            name="Cluster",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=63, unique=True)),
-                ('source', models.CharField(choices=[('kubernetes', 'Kubernetes API + kubelet cAdvisor'), ('prometheus', 'Prometheus + kube-state-metrics'), ('lab', 'Lab (real cgroups on this machine)'), ('dump', 'Offline dumps (import_dump)'), ('agent', 'Node agents only (push)')], default='kubernetes', max_length=16)),
-                ('kubeconfig_path', models.CharField(blank=True, max_length=500)),
-                ('kube_context', models.CharField(blank=True, max_length=253)),
-                ('in_cluster', models.BooleanField(default=False, help_text="Use the pod's service account instead of a kubeconfig.")),
-                ('kubelet_direct', models.BooleanField(default=False, help_text='Scrape kubelets on :10250 directly (needs nodes/metrics) instead of the API server proxy.')),
-                ('read_kubelet_config', models.BooleanField(default=False, help_text="Read each node's kubelet config (CPU manager policy) via nodes/proxy — a powerful permission, opt-in.")),
-                ('prometheus_url', models.URLField(blank=True)),
-                ('enabled', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(max_length=63, unique=True)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("kubernetes", "Kubernetes API + kubelet cAdvisor"),
+                            ("prometheus", "Prometheus + kube-state-metrics"),
+                            ("lab", "Lab (real cgroups on this machine)"),
+                            ("dump", "Offline dumps (import_dump)"),
+                            ("agent", "Node agents only (push)"),
+                        ],
+                        default="kubernetes",
+                        max_length=16,
+                    ),
+                ),
+                ("kubeconfig_path", models.CharField(blank=True, max_length=500)),
+                ("kube_context", models.CharField(blank=True, max_length=253)),
+                (
+                    "in_cluster",
+                    models.BooleanField(
+                        default=False, help_text="Use the pod's service account instead of a kubeconfig."
+                    ),
+                ),
+                (
+                    "kubelet_direct",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Scrape kubelets on :10250 directly (needs nodes/metrics) instead of the API server proxy.",
+                    ),
+                ),
+                (
+                    "read_kubelet_config",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Read each node's kubelet config (CPU manager policy) via nodes/proxy — a powerful permission, opt-in.",
+                    ),
+                ),
+                ("prometheus_url", models.URLField(blank=True)),
+                ("enabled", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Node',
+            name="Node",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=253)),
-                ('capacity_mcpu', models.PositiveIntegerField(blank=True, null=True)),
-                ('allocatable_mcpu', models.PositiveIntegerField(blank=True, null=True)),
-                ('kernel_version', models.CharField(blank=True, max_length=200)),
-                ('os_image', models.CharField(blank=True, max_length=200)),
-                ('container_runtime', models.CharField(blank=True, max_length=200)),
-                ('kubelet_version', models.CharField(blank=True, max_length=100)),
-                ('cpu_manager_policy', models.CharField(blank=True, help_text='Empty when not known.', max_length=32)),
-                ('cfs_slice_us', models.PositiveIntegerField(blank=True, null=True)),
-                ('cpufreq_governor', models.CharField(blank=True, max_length=32)),
-                ('has_cfs_counters', models.BooleanField(blank=True, help_text="False when this node's kubelet exposes no container_cpu_cfs_* series.", null=True)),
-                ('probe', models.JSONField(blank=True, help_text="The last kernel probe's measured result.", null=True)),
-                ('probe_at', models.DateTimeField(blank=True, null=True)),
-                ('last_seen', models.DateTimeField(blank=True, null=True)),
-                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='nodes', to='clusters.cluster')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=253)),
+                ("capacity_mcpu", models.PositiveIntegerField(blank=True, null=True)),
+                ("allocatable_mcpu", models.PositiveIntegerField(blank=True, null=True)),
+                ("kernel_version", models.CharField(blank=True, max_length=200)),
+                ("os_image", models.CharField(blank=True, max_length=200)),
+                ("container_runtime", models.CharField(blank=True, max_length=200)),
+                ("kubelet_version", models.CharField(blank=True, max_length=100)),
+                ("cpu_manager_policy", models.CharField(blank=True, help_text="Empty when not known.", max_length=32)),
+                ("cfs_slice_us", models.PositiveIntegerField(blank=True, null=True)),
+                ("cpufreq_governor", models.CharField(blank=True, max_length=32)),
+                (
+                    "has_cfs_counters",
+                    models.BooleanField(
+                        blank=True,
+                        help_text="False when this node's kubelet exposes no container_cpu_cfs_* series.",
+                        null=True,
+                    ),
+                ),
+                (
+                    "probe",
+                    models.JSONField(blank=True, help_text="The last kernel probe's measured result.", null=True),
+                ),
+                ("probe_at", models.DateTimeField(blank=True, null=True)),
+                ("last_seen", models.DateTimeField(blank=True, null=True)),
+                (
+                    "cluster",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="nodes", to="clusters.cluster"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['cluster', 'name'],
+                "ordering": ["cluster", "name"],
             },
         ),
         migrations.CreateModel(
-            name='Pod',
+            name="Pod",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('namespace', models.CharField(max_length=63)),
-                ('name', models.CharField(max_length=253)),
-                ('uid', models.CharField(blank=True, max_length=64)),
-                ('qos_class', models.CharField(blank=True, max_length=16)),
-                ('workload_kind', models.CharField(blank=True, max_length=63)),
-                ('workload_name', models.CharField(blank=True, max_length=253)),
-                ('last_seen', models.DateTimeField(blank=True, null=True)),
-                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='pods', to='clusters.cluster')),
-                ('node', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='pods', to='clusters.node')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("namespace", models.CharField(max_length=63)),
+                ("name", models.CharField(max_length=253)),
+                ("uid", models.CharField(blank=True, max_length=64)),
+                ("qos_class", models.CharField(blank=True, max_length=16)),
+                ("workload_kind", models.CharField(blank=True, max_length=63)),
+                ("workload_name", models.CharField(blank=True, max_length=253)),
+                ("last_seen", models.DateTimeField(blank=True, null=True)),
+                (
+                    "cluster",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="pods", to="clusters.cluster"
+                    ),
+                ),
+                (
+                    "node",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="pods",
+                        to="clusters.node",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['cluster', 'namespace', 'name'],
+                "ordering": ["cluster", "namespace", "name"],
             },
         ),
         migrations.CreateModel(
-            name='Container',
+            name="Container",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=253)),
-                ('container_id', models.CharField(blank=True, max_length=128)),
-                ('request_mcpu', models.PositiveIntegerField(blank=True, null=True)),
-                ('limit_mcpu', models.PositiveIntegerField(blank=True, null=True)),
-                ('period_us', models.PositiveIntegerField(blank=True, help_text='CFS period as read; 100000 by default.', null=True)),
-                ('restarts', models.PositiveIntegerField(default=0)),
-                ('last_seen', models.DateTimeField(blank=True, null=True)),
-                ('pod', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='containers', to='clusters.pod')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=253)),
+                ("container_id", models.CharField(blank=True, max_length=128)),
+                ("request_mcpu", models.PositiveIntegerField(blank=True, null=True)),
+                ("limit_mcpu", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "period_us",
+                    models.PositiveIntegerField(
+                        blank=True, help_text="CFS period as read; 100000 by default.", null=True
+                    ),
+                ),
+                ("restarts", models.PositiveIntegerField(default=0)),
+                ("last_seen", models.DateTimeField(blank=True, null=True)),
+                (
+                    "pod",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="containers", to="clusters.pod"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['pod', 'name'],
+                "ordering": ["pod", "name"],
             },
         ),
         migrations.AddConstraint(
-            model_name='node',
-            constraint=models.UniqueConstraint(fields=('cluster', 'name'), name='node_unique_per_cluster'),
+            model_name="node",
+            constraint=models.UniqueConstraint(fields=("cluster", "name"), name="node_unique_per_cluster"),
         ),
         migrations.AddIndex(
-            model_name='pod',
-            index=models.Index(fields=['cluster', 'uid'], name='pod_uid'),
+            model_name="pod",
+            index=models.Index(fields=["cluster", "uid"], name="pod_uid"),
         ),
         migrations.AddConstraint(
-            model_name='pod',
-            constraint=models.UniqueConstraint(fields=('cluster', 'namespace', 'name'), name='pod_unique_per_namespace'),
+            model_name="pod",
+            constraint=models.UniqueConstraint(
+                fields=("cluster", "namespace", "name"), name="pod_unique_per_namespace"
+            ),
         ),
         migrations.AddIndex(
-            model_name='container',
-            index=models.Index(fields=['container_id'], name='container_runtime_id'),
+            model_name="container",
+            index=models.Index(fields=["container_id"], name="container_runtime_id"),
         ),
         migrations.AddConstraint(
-            model_name='container',
-            constraint=models.UniqueConstraint(fields=('pod', 'name'), name='container_unique_per_pod'),
+            model_name="container",
+            constraint=models.UniqueConstraint(fields=("pod", "name"), name="container_unique_per_pod"),
         ),
     ]

@@ -5,47 +5,70 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('clusters', '0001_initial'),
+        ("clusters", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='CollectionRun',
+            name="CollectionRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source', models.CharField(max_length=16)),
-                ('started_at', models.DateTimeField()),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('status', models.CharField(choices=[('running', 'Running'), ('ok', 'Ok'), ('partial', 'partial (some nodes failed)'), ('failed', 'Failed')], default='running', max_length=16)),
-                ('nodes_total', models.PositiveIntegerField(default=0)),
-                ('nodes_ok', models.PositiveIntegerField(default=0)),
-                ('nodes_failed', models.PositiveIntegerField(default=0)),
-                ('samples_written', models.PositiveIntegerField(default=0)),
-                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='clusters.cluster')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("source", models.CharField(max_length=16)),
+                ("started_at", models.DateTimeField()),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("running", "Running"),
+                            ("ok", "Ok"),
+                            ("partial", "partial (some nodes failed)"),
+                            ("failed", "Failed"),
+                        ],
+                        default="running",
+                        max_length=16,
+                    ),
+                ),
+                ("nodes_total", models.PositiveIntegerField(default=0)),
+                ("nodes_ok", models.PositiveIntegerField(default=0)),
+                ("nodes_failed", models.PositiveIntegerField(default=0)),
+                ("samples_written", models.PositiveIntegerField(default=0)),
+                (
+                    "cluster",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="runs", to="clusters.cluster"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-started_at'],
+                "ordering": ["-started_at"],
             },
         ),
         migrations.CreateModel(
-            name='CollectionProblem',
+            name="CollectionProblem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('node', models.CharField(blank=True, max_length=253)),
-                ('message', models.TextField()),
-                ('at', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='problems', to='collector.collectionrun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("node", models.CharField(blank=True, max_length=253)),
+                ("message", models.TextField()),
+                ("at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="problems",
+                        to="collector.collectionrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['at', 'id'],
+                "ordering": ["at", "id"],
             },
         ),
         migrations.AddIndex(
-            model_name='collectionrun',
-            index=models.Index(fields=['cluster', '-started_at'], name='run_latest'),
+            model_name="collectionrun",
+            index=models.Index(fields=["cluster", "-started_at"], name="run_latest"),
         ),
     ]

@@ -5,28 +5,34 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collector', '0001_initial'),
+        ("collector", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='NodeResult',
+            name="NodeResult",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('node', models.CharField(max_length=253)),
-                ('ok', models.BooleanField()),
-                ('readings', models.PositiveIntegerField(default=0)),
-                ('samples_written', models.PositiveIntegerField(default=0)),
-                ('duration_s', models.FloatField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
-                ('at', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='node_results', to='collector.collectionrun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("node", models.CharField(max_length=253)),
+                ("ok", models.BooleanField()),
+                ("readings", models.PositiveIntegerField(default=0)),
+                ("samples_written", models.PositiveIntegerField(default=0)),
+                ("duration_s", models.FloatField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
+                ("at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="node_results",
+                        to="collector.collectionrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['node'],
-                'constraints': [models.UniqueConstraint(fields=('run', 'node'), name='node_result_once_per_run')],
+                "ordering": ["node"],
+                "constraints": [models.UniqueConstraint(fields=("run", "node"), name="node_result_once_per_run")],
             },
         ),
     ]
