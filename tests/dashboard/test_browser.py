@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,44 @@ def test_pages_read_on_a_phone(browser, site: str) -> None:
     first_cell = page.locator("#report tbody tr td.sticky-col").first.bounding_box()
     assert first_cell is not None and first_cell["x"] < 20
     assert errors == []
+
+
+@pytest.fixture()
+def bot_key(site: str) -> str:
+    """A read token a chat bot would hold; made before the browser starts (it touches the database)."""
+    from django.contrib.auth import get_user_model
+
+    from apps.api.services import create_token
+
+    _, key = create_token(get_user_model().objects.get(username="ops"), "read", name="chatops bot")
+    return key
+
+
+def test_a_person_finds_the_worst_pod_exports_it_and_a_bot_fetches_the_same(bot_key, browser, site: str) -> None:
+    page, errors = logged_in_page(browser, site, LAPTOP)
+    page.goto(f"{site}/c/demo/ns/shop/")
+    # The report is ordered worst first: the top row is the most throttled pod, and its page says why.
+    worst = report_pods(page)[0]
+    page.click(f"#report a[href^='/c/demo/ns/shop/pod/{worst}/']")
+    page.wait_for_selector(".js-plotly-plot .main-svg")
+    text = page.inner_text("main")
+    assert "throttle ratio of 60%" in text and "plateau at about 100 ms and 200 ms" in text
+    page.goto(f"{site}/c/demo/ns/shop/")
+    with page.expect_download() as download_info:
+        page.click("#download-csv")
+    exported = Path(download_info.value.path()).read_text()
+    assert errors == []
+
+    api = f"{site}/api/v1/recommendations/?cluster=demo&namespace=shop&format=csv"
+    request = urllib.request.Request(api, headers={"Authorization": f"Token {bot_key}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        fetched = response.read().decode()
+    assert list(csv.reader(io.StringIO(fetched))) == list(csv.reader(io.StringIO(exported)))
+    rows = list(csv.DictReader(io.StringIO(fetched)))
+    assert rows[0]["pod"] == worst and rows[0]["throttle_ratio"] == "0.6"
+
+    summary = f"{site}/api/v1/clusters/demo/namespaces/shop/summary/?format=text"
+    request = urllib.request.Request(summary, headers={"Authorization": f"Token {bot_key}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        message = response.read().decode()
+    assert worst in message and f"{site}/c/demo/ns/shop/" in message
