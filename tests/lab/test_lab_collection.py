@@ -52,6 +52,7 @@ def test_stored_ratio_equals_the_kernels_and_the_advice_follows(lab, settings):
         ).get()  # fmt: skip
         kernel_periods = after[(namespace, pod, container)][0] - before[(namespace, pod, container)][0]
         kernel_throttled = after[(namespace, pod, container)][1] - before[(namespace, pod, container)][1]
+        assert sample.periods_delta is not None and sample.throttled_periods_delta is not None
         # The stored interval lies inside the test's bracketing reads, each a fraction of a second outside it.
         assert sample.periods_delta <= kernel_periods
         assert kernel_periods - sample.periods_delta <= 30, (container, sample.periods_delta, kernel_periods)
@@ -63,7 +64,7 @@ def test_stored_ratio_equals_the_kernels_and_the_advice_follows(lab, settings):
             checked += 1
     assert checked >= 4
 
-    kinds = set()
+    kinds: set[str] = set()
     for finding in Finding.objects.filter(cluster=cluster, window="1h"):
         kinds.update(r["kind"] for r in finding.recommendations)
     assert {"raise_limit", "cut_threads", "use_whole_cores", "add_threads", "set_request"} <= kinds

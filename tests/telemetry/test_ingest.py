@@ -27,6 +27,7 @@ def test_ingest_stores_inventory_and_first_reading_without_deltas():
 
     assert result.samples_written == 1
     container = Container.objects.get(name="c0")
+    assert container.pod.node is not None
     assert (container.request_mcpu, container.limit_mcpu, container.pod.node.name) == (250, 500, "node-a")
     (sample,) = stored()
     assert sample.periods_total == 100 and sample.periods_delta is None and sample.interval_s is None
