@@ -36,5 +36,11 @@ lint: install-dev
 bench: install-dev
 	$(PY) benchmarks/run_all.py
 
+## End-to-end scale run: the simulated cluster collected by real workers into PostgreSQL (needs PostgreSQL and Redis;
+## 15 min or more for the default 100 and 1,000 nodes on 2 cores). SCALE_NODES=100,1000,5000 adds the Kubernetes limit.
+SCALE_NODES ?= 100,1000
+bench-scale: install-dev
+	$(PY) benchmarks/bench_scale.py --nodes $(SCALE_NODES)
+
 clean:
 	rm -rf var .pytest_cache .mypy_cache .ruff_cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from collections.abc import Iterator
@@ -67,11 +68,18 @@ def celery_worker_redis(django_db_setup, django_db_blocker):
     from cputune.celery import app
 
     app.control.purge()  # tasks left in the queue by an earlier run must not run against this test's database
-    with (
-        django_db_blocker.unblock(),
-        start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10) as worker,
-    ):
-        yield worker
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    try:
+        with (
+            django_db_blocker.unblock(),
+            start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10) as worker,
+        ):
+            yield worker
+    finally:
+        # The test worker sets the root logger to its own level (ERROR): later tests reading logs need it back.
+        root.setLevel(level)
+        root.handlers[:] = handlers
 
 
 @pytest.fixture()

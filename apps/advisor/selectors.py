@@ -66,6 +66,15 @@ RECOMMENDATION_FIELDS = (
     "kernel_verdict",
 )
 
+RECOMMENDATION_KEYS = (
+    "kind",
+    "severity",
+    "summary",
+    "detail",
+    "suggested_request_mcpu",
+    "suggested_limit_mcpu",
+)
+
 REPORT_UNUSED = ("explanation", "container__pod__node__probe")
 
 RECOMMENDATION_KINDS = (
@@ -148,7 +157,8 @@ def report_row(finding: Finding) -> dict[str, Any]:
         "kernel_verdict": finding.kernel_verdict or None,
         "window_start": finding.window_start,
         "window_end": finding.window_end,
-        "recommendations": finding.recommendations,
+        # In contract key order: PostgreSQL's jsonb gives keys back in its own order.
+        "recommendations": [{key: rec.get(key) for key in RECOMMENDATION_KEYS} for rec in finding.recommendations],
     }
 
 

@@ -31,27 +31,33 @@ No configz was captured with the fixtures: the stand-in's kubelet config is shap
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import copy
 import gzip
 import hashlib
 import ipaddress
 import json
 import re
-import socket
 import threading
 import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import yaml
+
+from apps.collector.standin_http import (
+    EXPIRED_MESSAGE,
+    PROMETHEUS_TEXT,
+    KubernetesHandler,
+    ThreadedServer,
+    continue_token,
+    read_continue_token,
+)
+from apps.collector.standin_http import write_kubeconfig as _write_kubeconfig
 
 __all__ = ["DEFAULT_TOKEN", "ApiServerStandin", "ClusterObjects", "Faults", "RecordedRequest"]
 
@@ -61,13 +67,8 @@ RESOURCE_VERSION = "4242"
 _PLACEHOLDER = re.compile(r'"@@standin:([A-Za-z0-9_]+)@@"')
 _DASHLESS_UID = re.compile(r"^[0-9a-f]{32}$")
 _UUID_NAMESPACE = uuid.UUID("6f1d8c2e-3b0a-4c55-9a51-3c0a1ed2c0de")
-_PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
-_EXPIRED_MESSAGE = (
-    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
-    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
-    "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
-    "modified, or deleted between the time the first chunk was returned and now may show up in the list."
-)
+_PROMETHEUS_TEXT = PROMETHEUS_TEXT
+_EXPIRED_MESSAGE = EXPIRED_MESSAGE
 _GARBAGE = bytes(range(256)) * 64  # not UTF-8, full of NULs: what a confused proxy or a wrong port may answer
 
 
@@ -229,17 +230,7 @@ class ApiServerStandin:
 
     def write_kubeconfig(self, path: str | Path, token: str | None = None) -> Path:
         """Write a kubeconfig pointing at this server (plain http) with a bearer token; returns the path."""
-        path = Path(path)
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "standin", "cluster": {"server": self.url}}],
-            "users": [{"name": "standin", "user": {"token": self.token if token is None else token}}],
-            "contexts": [{"name": "standin", "context": {"cluster": "standin", "user": "standin"}}],
-            "current-context": "standin",
-        }
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
-        return path
+        return _write_kubeconfig(path, self.url, self.token if token is None else token)
 
     # -- internals
 
@@ -261,42 +252,14 @@ class ApiServerStandin:
 # ------------------------------------------------------------------------------------------------- HTTP plumbing
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class _Server(ThreadedServer):
     standin: ApiServerStandin
     role: str
     node: str | None
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
-        super().__init__(address, handler)
-        self._open: set[socket.socket] = set()
-        self._open_lock = threading.Lock()
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._open_lock:
-            self._open.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._open_lock:
-            self._open.discard(request)
-        super().shutdown_request(request)
-
-    def close_connections(self) -> None:
-        """End kept-alive connections, so their handler threads stop waiting for another request."""
-        with self._open_lock:
-            open_now = list(self._open)
-        for connection in open_now:
-            with contextlib.suppress(OSError):  # already closed by the client
-                connection.shutdown(socket.SHUT_RDWR)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as the real server; every answer carries Content-Length
+class _Handler(KubernetesHandler):
     server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:  # the test output stays readable
-        return
 
     def do_GET(self) -> None:
         standin = self.server.standin
@@ -426,30 +389,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- answers
 
-    def _status(self, code: int, reason: str, message: str, metadata: dict[str, Any] | None = None) -> None:
-        body = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": metadata or {},
-            "status": "Failure",
-            "message": message,
-            "reason": reason,
-            "code": code,
-        }
-        self._json(code, body)
-
-    def _json(self, code: int, body: Any) -> None:
-        self._raw(code, "application/json", json.dumps(body).encode())
-
-    def _raw(self, code: int, content_type: str, body: bytes, headers: Mapping[str, str] | None = None) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-
     def _dribble(self, content_type: str, body: bytes, seconds: float, headers: Mapping[str, str]) -> None:
         self.send_response(200)
         self.send_header("Content-Type", content_type)
@@ -467,19 +406,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _continue_token(resource: str, selector: str, start: int) -> str:
-    raw = json.dumps({"resource": resource, "selector": selector, "start": start, "rv": RESOURCE_VERSION})
-    return base64.urlsafe_b64encode(raw.encode()).decode()
+    return continue_token({"resource": resource, "selector": selector, "start": start, "rv": RESOURCE_VERSION})
 
 
 def _read_continue_token(token: str, resource: str, selector: str) -> int:
-    try:
-        fields = json.loads(base64.urlsafe_b64decode(token.encode()))
-        start = int(fields["start"])
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{token!r} is not one of this server's tokens") from error
-    if fields.get("resource") != resource or fields.get("selector") != selector:
-        raise ValueError("the token belongs to a different list")
-    return start
+    return int(read_continue_token(token, {"resource": resource, "selector": selector})["start"])
 
 
 # ---------------------------------------------------------------------------------------------- the object catalog

@@ -43,12 +43,26 @@ def collect_inventory(run: CollectionRun, source: Source | None = None) -> list[
         node_ids = upsert_nodes(cluster, inventory.nodes, now)
         upsert_pods(cluster, inventory.pods, now, node_ids)
         _add_problems(run, "", inventory.problems)
+    _refresh_planner_statistics()
     names = sorted(n.name for n in inventory.nodes)
     CollectionRun.objects.filter(pk=run.pk).update(nodes_total=len(names))
     run.nodes_total = len(names)
     if not names:
         finish_run(run.pk)
     return names
+
+
+def _refresh_planner_statistics() -> None:
+    """PostgreSQL: ANALYZE the inventory tables the node tasks look pods and containers up in.
+
+    After a first inventory the planner still believed a cluster had 8 pods (autovacuum had not analysed the new
+    rows): every node's ingest then read all of the cluster's pods instead of its own few through the unique index —
+    14 ms instead of 0.3 ms per node with 6,000 pods, growing with the cluster. Sampling costs well under a second
+    once per cycle, even at 150,000 pods.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE clusters_pod, clusters_container")
 
 
 def collect_node(run_id: int, node: str, source: Source | None = None) -> tuple[NodeResult, bool]:
