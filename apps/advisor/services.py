@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
@@ -18,11 +18,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.clusters.kubelet import DEFAULT_PERIOD_US, quota_us_from_limit_mcpu, shares_from_request_mcpu
-from apps.clusters.models import Cluster, Container
+from apps.clusters.models import Cluster, Container, Node
 from apps.telemetry.models import HourlyRollup, Sample
 from apps.telemetry.services import rollup_hours
 
-from .cfs import container_shares_floor, pod_shares_floor, quota_ceiling_mcpu
+from .cfs import SharesFloor, container_shares_floor, pod_shares_floor, quota_ceiling_mcpu
 from .explain import explain
 from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
@@ -65,9 +65,12 @@ def policy_from_settings() -> Policy:
 
 @dataclass(frozen=True, slots=True)
 class _Static:
-    """What does not depend on the window: resources, node, floor, ceiling, kernel."""
+    """What does not depend on the window: identity, resources, node, floor, ceiling, kernel."""
 
-    container: Container
+    container_id: int
+    namespace: str
+    pod_last_seen: datetime | None
+    stored_period_us: int | None
     facts: ContainerFacts  # with an empty window, replaced per window
     shares: int
     quota_ceiling_mcpu: int | None
@@ -75,26 +78,34 @@ class _Static:
     kernel_version: str
 
 
+CHUNK = 2000  # containers computed and written together: memory stays bounded whatever the cluster's size
+
+
 def refresh_findings(
     cluster: Cluster, *, now: datetime | None = None, windows: Iterable[str] = tuple(Window.values)
 ) -> int:
-    """Recompute the cluster's findings for the given windows; returns rows written."""
+    """Recompute the cluster's findings for the given windows; returns rows written.
+
+    Containers are taken CHUNK at a time: their static facts once, then each window's summaries, advice and rows
+    (a 1,000-node cluster held 60,000 containers' samples at once before, 1.4 GB in a worker).
+    """
     now = now or timezone.now()
     policy = policy_from_settings()
     rollup_hours(now=now, hours=2)
+    windows = list(windows)
+    starts = {window: now - timedelta(seconds=WINDOW_SECONDS[Window(window)]) for window in windows}
     written = 0
-    for window in windows:
-        start = now - timedelta(seconds=WINDOW_SECONDS[Window(window)])
-        statics = _static_facts(cluster, start)
-        summaries = _summaries(statics, window, start, now)
-        findings = []
-        for container_id, static in statics.items():
-            summary = summaries.get(container_id) or _empty_window(start, now)
-            facts = _with_window(static.facts, summary)
-            recommendations = advise(facts, policy)
-            findings.append(_finding(cluster, window, now, static, facts, recommendations, policy))
-        with transaction.atomic():
-            Finding.objects.filter(cluster=cluster, window=window).exclude(container_id__in=statics.keys()).delete()
+    for statics in _static_facts(cluster, min(starts.values())):
+        for window in windows:
+            start = starts[window]
+            current = {cid: s for cid, s in statics.items() if s.pod_last_seen is not None and s.pod_last_seen >= start}
+            summaries = _summaries(current, window, start, now)
+            findings = []
+            for container_id, static in current.items():
+                summary = summaries.get(container_id) or _empty_window(start, now)
+                facts = replace(static.facts, window=summary)
+                recommendations = advise(facts, policy)
+                findings.append(_finding(cluster, window, now, static, facts, recommendations, policy))
             Finding.objects.bulk_create(
                 findings,
                 batch_size=1000,
@@ -104,70 +115,108 @@ def refresh_findings(
                     f.name for f in Finding._meta.concrete_fields if f.name not in {"id", "container", "window"}
                 ],
             )
-        written += len(findings)
+            written += len(findings)
+    # Findings of pods no longer seen in a window go; containers deleted altogether take theirs with them.
+    with transaction.atomic():
+        for window, start in starts.items():
+            Finding.objects.filter(cluster=cluster, window=window, container__pod__last_seen__lt=start).delete()
+            Finding.objects.filter(cluster=cluster, window=window, container__pod__last_seen__isnull=True).delete()
     return written
 
 
-def _static_facts(cluster: Cluster, since: datetime) -> dict[int, _Static]:
-    """Containers of pods seen since the window started, with their node and shares floor."""
-    containers = list(
-        Container.objects.filter(pod__cluster=cluster, pod__last_seen__gte=since)
-        .select_related("pod", "pod__node")
-        .order_by("pod_id", "name")
-    )
+_CONTAINER_FIELDS = (
+    "id",
+    "pod_id",
+    "pod__namespace",
+    "pod__last_seen",
+    "pod__node_id",
+    "pod__qos_class",
+    "request_mcpu",
+    "limit_mcpu",
+    "period_us",
+)
+_NODE_FIELDS = (
+    "id",
+    "capacity_mcpu",
+    "allocatable_mcpu",
+    "kernel_version",
+    "cpu_manager_policy",
+    "cfs_slice_us",
+)
+
+
+def _static_facts(cluster: Cluster, since: datetime) -> Iterator[dict[int, _Static]]:
+    """Containers of pods seen since `since`, CHUNK at a time, with their node, shares floor and ceiling."""
+    nodes = {row[0]: row for row in Node.objects.filter(cluster=cluster).values_list(*_NODE_FIELDS)}
+    verdicts = {kv: kernel_verdict(kv) for kv in {row[3] for row in nodes.values() if row[3]}}
     # The floor divides a node among every pod on it, not only the ones in the window's report.
-    pod_requests: dict[int, dict[int, int | None]] = defaultdict(dict)  # node id → pod id → summed request
+    pod_requests: dict[int, dict[int, int]] = defaultdict(dict)  # node id → pod id → summed request
     siblings: dict[int, list[int | None]] = defaultdict(list)  # pod id → container requests
-    for c in Container.objects.filter(pod__cluster=cluster, pod__node__isnull=False).values_list(
+    for node_id, pod_id, request in Container.objects.filter(pod__cluster=cluster, pod__node__isnull=False).values_list(
         "pod__node_id", "pod_id", "request_mcpu"
     ):
-        node_id, pod_id, request = c
-        pod_requests[node_id][pod_id] = (pod_requests[node_id].get(pod_id) or 0) + (request or 0)
+        pod_requests[node_id][pod_id] = pod_requests[node_id].get(pod_id, 0) + (request or 0)
         siblings[pod_id].append(request)
+    pod_floors: dict[int, SharesFloor] = {}
+    rows = (
+        Container.objects.filter(pod__cluster=cluster, pod__last_seen__gte=since)
+        .order_by("pod_id", "name")
+        .values_list(*_CONTAINER_FIELDS)
+    )
     statics: dict[int, _Static] = {}
-    verdicts: dict[str, object] = {}
-    for container in containers:
-        pod, node = container.pod, container.pod.node
-        kernel = None
-        if node is not None and node.kernel_version:
-            kernel = verdicts.get(node.kernel_version) or kernel_verdict(node.kernel_version)
-            verdicts[node.kernel_version] = kernel
+    for cid, pod_id, namespace, last_seen, node_id, qos_class, request, limit, stored_period in rows.iterator(
+        chunk_size=CHUNK
+    ):
+        node = nodes.get(node_id)
+        capacity = allocatable = slice_us = None
+        kernel_version = policy_name = ""
+        if node is not None:
+            _, capacity, allocatable, kernel_version, policy_name, slice_us = node
         floor_mcpu = total_shares = None
-        if node is not None and (node.allocatable_mcpu or node.capacity_mcpu):
-            budget = node.allocatable_mcpu or node.capacity_mcpu or 0
-            neighbours = [r or None for pid, r in pod_requests[node.id].items() if pid != pod.id]
-            pod_floor = pod_shares_floor(pod_requests[node.id].get(pod.id) or None, neighbours, budget)
-            own = list(siblings[pod.id])
-            if container.request_mcpu in own:
-                own.remove(container.request_mcpu)
-            floor = container_shares_floor(pod_floor, container.request_mcpu, own)
-            floor_mcpu, total_shares = floor.floor_mcpu, pod_floor.total_shares
-        period_us = container.period_us or DEFAULT_PERIOD_US
-        quota_us = quota_us_from_limit_mcpu(container.limit_mcpu, period_us)
-        capacity = node.capacity_mcpu if node is not None else None
+        if node is not None and (allocatable or capacity):
+            pod_floor = pod_floors.get(pod_id)
+            if pod_floor is None:
+                requests = pod_requests[node_id]
+                neighbours = [r or None for pid, r in requests.items() if pid != pod_id]
+                pod_floor = pod_shares_floor(requests.get(pod_id) or None, neighbours, allocatable or capacity or 0)
+                pod_floors[pod_id] = pod_floor
+            own = list(siblings[pod_id])
+            if request in own:
+                own.remove(request)
+            floor_mcpu = container_shares_floor(pod_floor, request, own).floor_mcpu
+            total_shares = pod_floor.total_shares
+        period_us = stored_period or DEFAULT_PERIOD_US
+        quota_us = quota_us_from_limit_mcpu(limit, period_us)
         facts = ContainerFacts(
             window=_empty_window(since, since),
-            request_mcpu=container.request_mcpu,
-            limit_mcpu=container.limit_mcpu,
+            request_mcpu=request,
+            limit_mcpu=limit,
             period_us=period_us,
             node_cpus=capacity // 1000 if capacity else None,
-            node_allocatable_mcpu=node.allocatable_mcpu if node is not None else None,
-            cpu_manager_policy=node.cpu_manager_policy if node is not None else "",
-            qos_class=pod.qos_class,
-            kernel=kernel,  # type: ignore[arg-type]
+            node_allocatable_mcpu=allocatable,
+            cpu_manager_policy=policy_name,
+            qos_class=qos_class,
+            kernel=verdicts.get(kernel_version),
             shares_floor_mcpu=floor_mcpu,
             node_total_shares=total_shares,
-            cfs_slice_us=node.cfs_slice_us if node is not None else None,
+            cfs_slice_us=slice_us,
         )
-        statics[container.pk] = _Static(
-            container=container,
+        statics[cid] = _Static(
+            container_id=cid,
+            namespace=namespace,
+            pod_last_seen=last_seen,
+            stored_period_us=stored_period,
             facts=facts,
-            shares=shares_from_request_mcpu(container.request_mcpu),
+            shares=shares_from_request_mcpu(request),
             quota_ceiling_mcpu=quota_ceiling_mcpu(quota_us, period_us) if quota_us else None,
             node_cpus=capacity / 1000 if capacity else None,
-            kernel_version=node.kernel_version if node is not None else "",
+            kernel_version=kernel_version,
         )
-    return statics
+        if len(statics) >= CHUNK:
+            yield statics
+            statics = {}
+    if statics:
+        yield statics
 
 
 def _summaries(statics: dict[int, _Static], window: str, start: datetime, end: datetime) -> dict[int, WindowSummary]:
@@ -239,9 +288,9 @@ def _finding(
     summary = facts.window
     kernel = facts.kernel
     return Finding(
-        container=static.container,
+        container_id=static.container_id,
         cluster=cluster,
-        namespace=static.container.pod.namespace,
+        namespace=static.namespace,
         window=window,
         computed_at=now,
         window_start=summary.window_start,
@@ -251,7 +300,7 @@ def _finding(
         shares=static.shares,
         shares_floor_mcpu=facts.shares_floor_mcpu,
         quota_ceiling_mcpu=static.quota_ceiling_mcpu,
-        period_us=facts.period_us if static.quota_ceiling_mcpu is not None else static.container.period_us,
+        period_us=facts.period_us if static.quota_ceiling_mcpu is not None else static.stored_period_us,
         usage_avg_mcpu=summary.usage_avg_mcpu,
         usage_p95_mcpu=summary.usage_p95_mcpu,
         usage_max_mcpu=summary.usage_max_mcpu,
@@ -298,12 +347,6 @@ def _empty_window(start: datetime, end: datetime) -> WindowSummary:
         samples=0,
         covered_seconds=None,
     )
-
-
-def _with_window(facts: ContainerFacts, window: WindowSummary) -> ContainerFacts:
-    from dataclasses import replace
-
-    return replace(facts, window=window)
 
 
 def _aware(ts: datetime) -> datetime:
