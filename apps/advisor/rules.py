@@ -33,6 +33,7 @@ class Policy:
     min_periods: int = 50  # fewer periods in the window: not judged on throttling
     headroom: float = 1.2  # new limit or request = observed usage × headroom
     min_raise_factor: float = 1.2  # a raised limit is at least this × the old one (usage is capped by the limit)
+    burst_raise_factor: float = 2.0  # throttled by bursts the samples average away: a starting point, re-checked
     near_ceiling_fraction: float = 0.8  # p95 usage ≥ this × limit: the limit itself is the bottleneck
     well_below_quota_fraction: float = 0.6  # average usage ≤ this × limit while throttled: the kernel bug's symptom
     low_usage_fraction: float = 0.3  # max usage < this × request all window long: lower_request
@@ -58,7 +59,7 @@ class Policy:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"policy {name} = {value!r} is outside [0, 1]")
-        for name in ("headroom", "min_raise_factor", "thread_factor"):
+        for name in ("headroom", "min_raise_factor", "burst_raise_factor", "thread_factor"):
             value = getattr(self, name)
             if not value >= 1.0:
                 raise ValueError(f"policy {name} = {value!r} must be at least 1")
@@ -299,8 +300,10 @@ def _raise_limit(facts: ContainerFacts, policy: Policy, throttled: bool) -> Reco
         return None
     window = facts.window
     usage, usage_name = _usage_high_mcpu(window)
-    if usage is None or usage < policy.near_ceiling_fraction * limit:
+    if usage is None:
         return None
+    if usage < policy.near_ceiling_fraction * limit:
+        return _raise_limit_for_bursts(facts, policy)
     from_usage = usage * policy.headroom
     from_limit = limit * policy.min_raise_factor
     suggested = round_up_mcpu(max(from_usage, from_limit), policy.limit_step_mcpu)
@@ -322,6 +325,41 @@ def _raise_limit(facts: ContainerFacts, policy: Policy, throttled: bool) -> Reco
         kind="raise_limit",
         severity=_ratio_severity(window, policy),
         summary=f"Raise the CPU limit from {format_mcpu(limit)} to {format_mcpu(suggested)}: it is used up",
+        detail=detail,
+        suggested_limit_mcpu=suggested,
+    )
+
+
+def _raise_limit_for_bursts(facts: ContainerFacts, policy: Policy) -> Recommendation | None:
+    """Throttled while its sampled usage stays low, on a kernel known to be fixed: the quota is used up by bursts
+    shorter than the sample interval (seed 003: one-minute averages hide ten-second bursts; the ratio shows them).
+    On an affected or unknown kernel the same picture points at the kernel first (upgrade_kernel)."""
+    limit = facts.limit_mcpu
+    window = facts.window
+    if not limit or facts.kernel is None or facts.kernel.verdict != "fixed" or window.lifetime:
+        return None
+    usage, usage_name = _usage_typical_mcpu(window)
+    if usage is None:
+        return None
+    suggested = round_up_mcpu(limit * policy.burst_raise_factor, policy.limit_step_mcpu)
+    if facts.node_cpus and suggested > facts.node_cpus * MILLI_CPU_TO_CPU:
+        suggested = facts.node_cpus * MILLI_CPU_TO_CPU
+    detail = (
+        f"{_sentence(_throttle_evidence(window, policy))}, yet its {usage_name} is only {format_mcpu(usage)}, "
+        f"{format_ratio(usage / limit)} of the limit, on a kernel without the slice expiry bug "
+        f"({facts.kernel.version}). So it runs in bursts that spend the whole quota inside single periods and "
+        "then wait, shorter than the sample interval that averages them away: the throttle ratio, not the usage "
+        f"graph, shows them. {_sentence(_quota_text(facts, limit))}. The bursts' height cannot be read from "
+        f"averages: start at {format_mcpu(limit)} × {policy.burst_raise_factor:g} = {format_mcpu(suggested)} and "
+        "check the ratio again; where the node is not shared, dropping the limit avoids the waits altogether."
+    )
+    return Recommendation(
+        kind="raise_limit",
+        severity=_ratio_severity(window, policy),
+        summary=(
+            f"Raise the CPU limit from {format_mcpu(limit)} to {format_mcpu(suggested)}: bursts hit it "
+            f"though it averages {format_mcpu(usage)}"
+        ),
         detail=detail,
         suggested_limit_mcpu=suggested,
     )

@@ -160,9 +160,21 @@ def test_mild_throttling_is_a_warning_not_critical() -> None:
     assert only(advise(facts(window(ratio=0.15, p95=590)), POLICY), "raise_limit").severity == "warning"
 
 
-def test_raise_limit_stays_quiet_when_usage_is_far_from_the_ceiling_or_not_throttled() -> None:
-    assert "raise_limit" not in kinds(advise(facts(window(ratio=0.5, p95=300)), POLICY))
+def test_raise_limit_stays_quiet_when_not_throttled_or_when_the_kernel_may_be_the_cause() -> None:
     assert "raise_limit" not in kinds(advise(facts(window(ratio=0.05, p95=600)), POLICY))
+    # Throttled far below the ceiling on an affected or unknown kernel: the kernel is the suspect, not the limit.
+    for kernel in (AFFECTED, UNKNOWN):
+        advice = kinds(advise(facts(window(ratio=0.5, avg=100, p95=300), kernel=kernel), POLICY))
+        assert "raise_limit" not in advice and "upgrade_kernel" in advice
+
+
+def test_throttled_far_below_the_ceiling_on_a_fixed_kernel_is_bursts_the_samples_average_away() -> None:
+    # Seed 003: busy 10 s, idle 50 s; one-minute samples average 27m under a 200m limit, 96% of periods throttled.
+    case = facts(window(ratio=0.96, avg=27, p95=30, usage_max=31, threads=3), limit_mcpu=200, request_mcpu=200)
+    raise_limit = only(advise(case, POLICY), "raise_limit")
+    assert raise_limit.suggested_limit_mcpu == 400  # 200m × 2, a starting point to re-check
+    assert "bursts" in raise_limit.summary and "200m × 2 = 400m" in raise_limit.detail
+    assert "27m" in raise_limit.summary
 
 
 def test_lifetime_data_judges_the_ceiling_on_usage_per_running_period() -> None:
