@@ -83,7 +83,7 @@ PROFILES = (
 )
 
 
-RowValues = tuple[datetime, float, int | None, int | None, float | None, float, int, int | None, int | None]
+RowValues = tuple[datetime, float, int | None, int | None, float | None, float, int, int | None, int | None, float]
 
 
 def timestamps(rows: int) -> list[datetime]:
@@ -100,6 +100,7 @@ def container_values(rng: random.Random, profile: Profile, instants: list[dateti
     random_ = rng.random
     out: list[RowValues] = []
     periods_total = throttled_total = 0
+    usage_total = 0.0
     for ts in instants:
         interval = INTERVAL_S * 8 if random_() < 0.01 else INTERVAL_S  # the odd collection gap
         usage_mcpu = base_mcpu * (0.7 + 0.6 * random_())
@@ -115,6 +116,7 @@ def container_values(rng: random.Random, profile: Profile, instants: list[dateti
             throttled_s = throttled * 0.06 * threads
             periods_total += periods
             throttled_total += throttled
+        usage_total += usage_mcpu / 1000 * interval
         out.append(
             (
                 ts,
@@ -126,6 +128,7 @@ def container_values(rng: random.Random, profile: Profile, instants: list[dateti
                 threads,
                 periods_total if has_cfs else None,
                 throttled_total if has_cfs else None,
+                usage_total,
             )
         )
     return out
