@@ -300,7 +300,8 @@ class Iso8601Field(serializers.Field):
             value = value.replace(tzinfo=UTC)
         if not 1970 <= value.year <= 9000:
             raise serializers.ValidationError(f"{self.parameter} must lie between the years 1970 and 9000.")
-        return value
+        # As UTC: ISO 8601 allows offsets up to ±23:59, PostgreSQL only up to ±15:59 (a 500 before this).
+        return value.astimezone(UTC)
 
     def to_representation(self, value: datetime) -> str:
         return value.isoformat()

@@ -75,6 +75,9 @@ _SKIP, _CONTAINER, _POD = 0, 1, 2
 # (kind, cgroup key, namespace, pod, container, cpu label) or the reason the label block is unreadable.
 _Labels = tuple[int, tuple[bytes, str, str, str], str, str, str, bytes]
 _NOT_WANTED: _Labels = (_SKIP, (b"", "", "", ""), "", "", "", b"")
+# A label set naming no namespace and no pod at all: not a kubelet's cAdvisor (every one of its series has them).
+# Told from _NOT_WANTED by identity.
+_UNKNOWN: _Labels = (_SKIP, (b"", "", "", ""), "", "", "", b"")
 
 
 class ScrapeError(ValueError):
@@ -222,6 +225,8 @@ def _parse_labels(block: bytes) -> _Labels | str:
             return f"malformed labels {{{snippet}{'...' if len(block) > 80 else ''}}}"
         labels = {b"," + name + b"=": _unescape(value) for name, value in _LABEL_PAIRS.findall(block)}
 
+    if b",namespace=" not in labels and b",pod=" not in labels and b",pod_name=" not in labels:
+        return _UNKNOWN
     namespace = labels.get(b",namespace=") or b""
     pod = labels.get(b",pod=") or labels.get(b",pod_name=") or b""
     container = labels.get(b",container=") or labels.get(b",container_name=") or b""
@@ -277,7 +282,9 @@ def parse_cadvisor(data: bytes, *, node: str = "", default_ts: datetime) -> Cadv
     Counters are cumulative as cAdvisor reports them (periods as int, seconds as float); `quota_us` is None when the
     quota is 0 or absent. A reading's `ts` is the newest sample timestamp among its series (they are in ms), else
     `default_ts` (timezone-aware). Bad lines and impossible values (NaN, ±Inf, negative, past 2**53) are dropped and
-    described in `problems`; when several cgroups report one container, the newest (by start time) is kept.
+    described in `problems`, and so is a last line without its newline (the body may have been cut inside its value);
+    series without namespace and pod labels are counted in one problem. When several cgroups report one container,
+    the newest (by start time) is kept.
     Raises ScrapeError only when the body is not exposition text at all, ValueError for a naive `default_ts`.
     """
     if default_ts.tzinfo is None:
@@ -293,6 +300,9 @@ def parse_cadvisor(data: bytes, *, node: str = "", default_ts: datetime) -> Cadv
     label_cache: dict[bytes, _Labels | str] = {}
     cgroups: dict[tuple[bytes, str, str, str], _Cgroup] = {}
     has_cfs_counters = False
+    unknown_series, unknown_block = 0, b""
+    size = len(data)
+    unterminated = not data.endswith(b"\n")
 
     for match in matches:
         name, rest = match.groups()
@@ -315,6 +325,9 @@ def parse_cadvisor(data: bytes, *, node: str = "", default_ts: datetime) -> Cadv
             continue
         kind, key, namespace, pod, container, cpu = parsed
         if kind == _SKIP:
+            if parsed is _UNKNOWN:
+                unknown_series += 1
+                unknown_block = unknown_block or block
             continue
 
         tail = rest[close + 1 :].split()
@@ -332,6 +345,9 @@ def parse_cadvisor(data: bytes, *, node: str = "", default_ts: datetime) -> Cadv
                 match.start(2), f"{name.decode()}: value or timestamp missing or unreadable in {rest[close:][:60]!r}"
             )
             continue
+        if unterminated and match.end() == size:
+            problems.at(match.start(2), f"{name.decode()}: the body ends inside this line (cut short?), skipped")
+            continue
 
         cgroup = cgroups.get(key)
         if cgroup is None:
@@ -345,6 +361,12 @@ def parse_cadvisor(data: bytes, *, node: str = "", default_ts: datetime) -> Cadv
 
     if not cgroups and b"\ncontainer_" not in data and not data.startswith(b"container_"):
         problems.add("no container_* series at all: is this the kubelet's /metrics/cadvisor?")
+    if unknown_series:
+        snippet = unknown_block[:120].decode("utf-8", "replace") + ("..." if len(unknown_block) > 120 else "")
+        problems.add(
+            f"{unknown_series} container_* series name no namespace or pod, e.g. {{{snippet}}}: not a kubelet's "
+            "label set, skipped"
+        )
     readings, pod_readings, shares = _readings(cgroups, node, default_ts, problems)
     return CadvisorScrape(readings, pod_readings, has_cfs_counters, lines, problems.as_list(), shares)
 

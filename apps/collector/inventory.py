@@ -32,7 +32,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from apps.clusters.kubelet import cpu_quantity_to_mcpu
@@ -73,6 +73,17 @@ _STATIC_SOURCES = frozenset({"file", "http"})
 _ADDRESS_PREFERENCE = ("InternalIP", "InternalDNS", "Hostname", "ExternalIP", "ExternalDNS")
 _QOS_RESOURCES = ("cpu", "memory")
 
+# The most millicores a CPU field holds (the database's integer columns): 2.1 million CPUs, far past any machine.
+MAX_MCPU = 2**31 - 1
+# CPU quantities are refused past 10**15 in their own unit before conversion ("1e999000" took 41 s to become an int
+# of millicores, "1e9999999" raised decimal.Overflow): even in nano-CPUs that is past MAX_MCPU. Other quantities
+# (memory, for the QoS class) past 10**30: far past any node's bytes, and clear of Decimal's overflow.
+_MAX_CPU_DIGITS = 15
+_MAX_QUANTITY_DIGITS = 30
+# Real quantities are a few characters ("250m", "128974848"); the quantity patterns (here and in the kubelet helpers)
+# backtrack quadratically on a long string that fails at its end: 20,000 digits took 40 s.
+_MAX_QUANTITY_CHARS = 64
+_CPU_NUMBER = re.compile(r"\s*[+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?")
 _QUANTITY = re.compile(r"^([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))([eE][+-]?[0-9]+|[a-zA-Z]{0,2})$")
 _EXPONENT = re.compile(r"[eE][+-]?[0-9]+")
 _QUANTITY_SUFFIX = {
@@ -363,11 +374,19 @@ def _resource_mcpu(resources: Any, where: str) -> int | None:
     if quantity is None:
         return None
     if isinstance(quantity, bool) or not isinstance(quantity, str | int | float):
-        raise InventoryError(f"{where}.cpu {quantity!r} is not a CPU quantity")
+        raise InventoryError(f"{where}.cpu {_shown(quantity)} is not a CPU quantity")
+    if isinstance(quantity, str) and len(quantity) > _MAX_QUANTITY_CHARS:
+        raise InventoryError(f"{where}.cpu {_shown(quantity)} is {len(quantity)} characters long: not a CPU quantity")
+    number = _CPU_NUMBER.match(quantity) if isinstance(quantity, str) else None
+    if number is not None and Decimal(number.group()).adjusted() > _MAX_CPU_DIGITS:
+        raise InventoryError(f"{where}.cpu {_shown(quantity)} is more CPU than any node has")
     try:
-        return cpu_quantity_to_mcpu(quantity)
+        mcpu = cpu_quantity_to_mcpu(quantity)
     except ValueError as error:
         raise InventoryError(f"{where}.cpu: {error}") from None
+    if mcpu > MAX_MCPU:
+        raise InventoryError(f"{where}.cpu {_shown(quantity)} is more CPU than any node has")
+    return mcpu
 
 
 def _qos_quantities(resources: Any, where: str) -> dict[str, Decimal]:
@@ -385,19 +404,30 @@ def _qos_quantities(resources: Any, where: str) -> dict[str, Decimal]:
 def _quantity(value: Any, where: str) -> Decimal:
     """Any Kubernetes quantity ("1536Mi", "5M", "0.5", "1e3") as an exact Decimal in base units."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise InventoryError(f"{where} {value!r} is not a quantity")
+        raise InventoryError(f"{where} {_shown(value)} is not a quantity")
     text = str(value).strip()
+    if len(text) > _MAX_QUANTITY_CHARS:
+        raise InventoryError(f"{where} {_shown(value)} is {len(text)} characters long: not a quantity")
     match = _QUANTITY.match(text)
     suffix = match.group(2) if match else ""
     exponent = _EXPONENT.fullmatch(suffix) is not None
     if not match or (not exponent and suffix not in _QUANTITY_SUFFIX):
-        raise InventoryError(f"{where} {value!r} is not a quantity (expected e.g. 128Mi, 1G, 500m)")
+        raise InventoryError(f"{where} {_shown(value)} is not a quantity (expected e.g. 128Mi, 1G, 500m)")
     try:
-        if exponent:
-            return Decimal(match.group(1) + suffix)
-        return Decimal(match.group(1)) * _QUANTITY_SUFFIX[suffix]
-    except InvalidOperation:
-        raise InventoryError(f"{where} {value!r} is not a quantity") from None
+        quantity = Decimal(match.group(1) + suffix) if exponent else Decimal(match.group(1))
+        if quantity.adjusted() > _MAX_QUANTITY_DIGITS:
+            raise InventoryError(f"{where} {_shown(value)} is larger than any node's resources")
+        return quantity if exponent else quantity * _QUANTITY_SUFFIX[suffix]
+    except ArithmeticError:  # InvalidOperation, and any other decimal signal
+        raise InventoryError(f"{where} {_shown(value)} is not a quantity") from None
+
+
+def _shown(value: Any) -> str:
+    """A value quoted for a message, cut to 40 characters: a broken object's may be megabytes long."""
+    if isinstance(value, int) and value.bit_length() > 64:  # repr() of a 5,000-digit int raises ValueError
+        return f"(a {value.bit_length()}-bit number)"
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:40]}…"
 
 
 def _running_containers(spec: Mapping[str, Any], status: Mapping[str, Any], where: str) -> tuple[ContainerInfo, ...]:

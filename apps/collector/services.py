@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
 
-from django.db import close_old_connections, connection, transaction
+from django.db import DatabaseError, close_old_connections, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -30,7 +30,8 @@ def start_run(cluster: Cluster) -> CollectionRun:
 
 def collect_inventory(run: CollectionRun, source: Source | None = None) -> list[str]:
     """List nodes and pods, store them, and return the names of the nodes to read. Marks the run failed and
-    returns [] when the source cannot be reached."""
+    returns [] when the source cannot be reached, or when the inventory cannot be stored (the error on the run
+    rather than a run left open). Nodes and pods the database cannot hold are skipped with a problem each."""
     cluster = run.cluster
     try:
         source = source or source_for(cluster)
@@ -39,30 +40,22 @@ def collect_inventory(run: CollectionRun, source: Source | None = None) -> list[
         fail_run(run, str(exc))
         return []
     now = timezone.now()
-    with transaction.atomic():
-        node_ids = upsert_nodes(cluster, inventory.nodes, now)
-        upsert_pods(cluster, inventory.pods, now, node_ids)
-        _add_problems(run, "", inventory.problems)
-    _refresh_planner_statistics()
-    names = sorted(n.name for n in inventory.nodes)
+    problems = list(inventory.problems)
+    try:
+        with transaction.atomic():
+            node_ids = upsert_nodes(cluster, inventory.nodes, now, problems)
+            upsert_pods(cluster, inventory.pods, now, node_ids, problems)
+            _add_problems(run, "", problems)
+    except DatabaseError as exc:
+        log.exception("storing the inventory of %s failed", cluster)
+        fail_run(run, f"the inventory could not be stored: {type(exc).__name__}: {exc}")
+        return []
+    names = sorted({n.name for n in inventory.nodes} & node_ids.keys())  # stored ones, each once
     CollectionRun.objects.filter(pk=run.pk).update(nodes_total=len(names))
     run.nodes_total = len(names)
     if not names:
         finish_run(run.pk)
     return names
-
-
-def _refresh_planner_statistics() -> None:
-    """PostgreSQL: ANALYZE the inventory tables the node tasks look pods and containers up in.
-
-    After a first inventory the planner still believed a cluster had 8 pods (autovacuum had not analysed the new
-    rows): every node's ingest then read all of the cluster's pods instead of its own few through the unique index —
-    14 ms instead of 0.3 ms per node with 6,000 pods, growing with the cluster. Sampling costs well under a second
-    once per cycle, even at 150,000 pods.
-    """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE clusters_pod, clusters_container")
 
 
 def collect_node(run_id: int, node: str, source: Source | None = None) -> tuple[NodeResult, bool]:
@@ -110,7 +103,7 @@ def record_node_failure(run_id: int, node: str, error: BaseException | str) -> b
     else:
         message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     with transaction.atomic():
-        _record_outcome(run_id, node, ok=False, error=message[:2000])
+        _record_outcome(run_id, node, ok=False, error=_storable_text(message))
     return finish_run(run_id)
 
 
@@ -174,7 +167,7 @@ def close_stale_runs(max_age_s: float) -> int:
 
 
 def fail_run(run: CollectionRun, message: str) -> None:
-    CollectionProblem.objects.create(run=run, node="", message=message)
+    CollectionProblem.objects.create(run=run, node="", message=_storable_text(message))
     CollectionRun.objects.filter(pk=run.pk).update(finished_at=timezone.now(), status=CollectionRun.Status.FAILED)
 
 
@@ -184,7 +177,15 @@ def _add_problems(run: CollectionRun, node: str, problems: list[str]) -> None:
     shown = problems[:MAX_PROBLEMS_PER_NODE]
     if len(problems) > len(shown):
         shown.append(f"… and {len(problems) - len(shown)} more problems")
-    CollectionProblem.objects.bulk_create([CollectionProblem(run=run, node=node, message=p[:2000]) for p in shown])
+    CollectionProblem.objects.bulk_create(
+        [CollectionProblem(run=run, node=node, message=_storable_text(p)) for p in shown]
+    )
+
+
+def _storable_text(message: str) -> str:
+    """A message cut to 2,000 characters, with what PostgreSQL cannot store escaped: NUL characters (a problem may
+    quote a hostile name) and lone surrogates (JSON lets "\\ud800" through)."""
+    return message[:2000].encode("utf-8", "backslashreplace").decode().replace("\x00", "\\x00")
 
 
 def collect_once(cluster: Cluster, *, workers: int = 4, refresh: bool = True) -> CollectionRun:

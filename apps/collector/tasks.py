@@ -8,13 +8,17 @@ import logging
 
 from celery import Task, current_app, shared_task
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, close_old_connections, transaction
 
 from apps.clusters.models import Cluster
 
 from . import services
 
 log = logging.getLogger(__name__)
+# A node task that loses the database (a PostgreSQL restart or failover takes seconds) tries again after 3, 6 and 9 s
+# instead of failing at once: its scrape is read again and what it had already stored is recognised as duplicates.
+DATABASE_RETRY_S = 3.0
+DATABASE_RETRIES = 3
 
 
 def _enqueue_advisor(run_id: int) -> None:
@@ -49,8 +53,11 @@ def collect_cluster(cluster_id: int) -> int:
 
 class NodeTask(Task):
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
-        """After the last retry (or a non-retryable error): the node is recorded as failed, with the reason."""
+        """After the last retry (or a non-retryable error): the node is recorded as failed, with the reason.
+
+        If the database is still unreachable this raises too; close_stale_runs closes the run later."""
         run_id, node = args[0], args[1]
+        close_old_connections()  # a connection broken by a database restart is replaced, not reused
         if services.record_node_failure(run_id, node, exc):
             _enqueue_advisor(run_id)
 
@@ -69,7 +76,12 @@ class NodeTask(Task):
     time_limit=max(15, settings.CPUTUNE_NODE_TIMEOUT * 2 + 10),
 )
 def collect_node(self: Task, run_id: int, node: str) -> int:
-    result, finished = services.collect_node(run_id, node)
+    try:
+        result, finished = services.collect_node(run_id, node)
+    except (OperationalError, InterfaceError) as exc:
+        close_old_connections()
+        attempt = self.request.retries + 1
+        raise self.retry(exc=exc, countdown=DATABASE_RETRY_S * attempt, max_retries=DATABASE_RETRIES) from exc
     if finished:
         _enqueue_advisor(run_id)
     return result.samples_written

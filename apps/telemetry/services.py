@@ -6,14 +6,17 @@ retention run twice drops nothing more.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, models, transaction
+from django.db.backends.base.operations import BaseDatabaseOperations
 from django.db.models import Q
 from django.utils import timezone
 
@@ -21,7 +24,7 @@ from apps.clusters.models import Cluster, Container, Node, Pod
 
 from .counters import MAX_SANE, BadCounter, check_counter, counter_delta
 from .models import HourlyRollup, Sample
-from .readings import Batch, CounterReading, NodeInfo, PodInfo
+from .readings import Batch, ContainerInfo, CounterReading, NodeInfo, PodInfo
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +64,156 @@ class IngestResult:
         self.problems.extend(other.problems)
 
 
+# --- what the columns can hold ----------------------------------------------------------------------------------------
+# Values from a source are checked against their columns before any write. PostgreSQL refuses text longer than its
+# column or holding a NUL, and an integer past its column's range, and the error aborts the whole transaction: one
+# broken object would cost its node's readings or the cluster's inventory. SQLite would store them. A lone surrogate
+# (from JSON's "\ud800") cannot be encoded for either. So both databases get PostgreSQL's limits, checked here.
+
+_INTEGER_RANGES = BaseDatabaseOperations.integer_field_ranges
+_Info = TypeVar("_Info", NodeInfo, PodInfo, ContainerInfo, CounterReading)
+# Per kind of value: (attribute, its column, whether an unstorable value refuses the whole object, the column's
+# length and integer range — kept here for the common case, checked without a call).
+_Columns = tuple[tuple[str, models.Field, bool, int, tuple[int, int]], ...]
+_NO_RANGE = (-(2**63), 2**63 - 1)
+
+
+def _column(model: type[models.Model], name: str) -> models.Field:
+    column = model._meta.get_field(name)
+    if not isinstance(column, models.Field):
+        raise TypeError(f"{model.__name__}.{name} is not a column")
+    return column
+
+
+def _columns(model: type[models.Model], attributes: Iterable[str], identity: Iterable[str]) -> _Columns:
+    names_it = set(identity)
+    return tuple(_spec(name, _column(model, name), name in names_it) for name in attributes)
+
+
+def _spec(name: str, column: models.Field, names_it: bool) -> tuple[str, models.Field, bool, int, tuple[int, int]]:
+    bounds = _INTEGER_RANGES.get(column.get_internal_type(), _NO_RANGE)
+    return (name, column, names_it, column.max_length or 2**63, bounds)
+
+
+_NODE_COLUMNS = _columns(
+    Node,
+    [
+        "name",
+        "capacity_mcpu",
+        "allocatable_mcpu",
+        "kernel_version",
+        "os_image",
+        "container_runtime",
+        "kubelet_version",
+        "cpu_manager_policy",
+        "cfs_slice_us",
+        "cpufreq_governor",
+    ],
+    identity=["name"],
+)
+_POD_COLUMNS = _columns(
+    Pod, ["namespace", "name", "uid", "qos_class", "workload_kind", "workload_name"], identity=["namespace", "name"]
+)
+_CONTAINER_COLUMNS = _columns(
+    Container, ["name", "container_id", "request_mcpu", "limit_mcpu", "restarts"], identity=["name"]
+)
+_READING_COLUMNS: _Columns = (
+    _spec("namespace", _column(Pod, "namespace"), True),
+    _spec("pod", _column(Pod, "name"), True),
+    _spec("container", _column(Container, "name"), True),
+    _spec("node", _column(Node, "name"), False),
+    _spec("threads", _column(Sample, "threads"), False),
+    _spec("period_us", _column(Container, "period_us"), False),
+)
+
+
+def unstorable(value: Any, column: models.Field) -> str | None:
+    """Why `value` cannot be written to `column` on PostgreSQL (and so is not written on SQLite either), or None.
+
+    Text: longer than the column, a NUL character, a lone surrogate. Integers: outside the column type's range.
+    """
+    if isinstance(value, str):
+        max_length = column.max_length
+        if (max_length is None or len(value) <= max_length) and value.isascii() and "\x00" not in value:
+            return None  # the common case, in three cheap checks (isascii reads a flag)
+        if max_length is not None and len(value) > max_length:
+            return f"is {len(value)} characters long, more than the {max_length} stored"
+        if "\x00" in value:
+            return "holds a NUL character"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "is not valid Unicode (it holds a lone surrogate)"
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        bounds = _INTEGER_RANGES.get(column.get_internal_type())
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            return f"is outside {bounds[0]} to {bounds[1]}"
+    return None
+
+
+def _shown(value: Any) -> str:
+    """A value for a problem message: quoted with escapes, cut to 60 characters; huge numbers by their size."""
+    if isinstance(value, int) and value.bit_length() > 64:  # str() of a 5,000-digit int raises ValueError
+        return f"(a {value.bit_length()}-bit number)"
+    if isinstance(value, str) and len(value) > 60:
+        return f"{value[:60]!r}…"
+    return repr(value)
+
+
+def _storable(info: _Info, columns: _Columns, problems: list[str] | None, what: str, *names: str) -> _Info | None:
+    """`info` ready for its columns: None when a value that names it cannot be stored, else with every other
+    unstorable value replaced by its column's default ("not reported"); each one noted in `problems`, as `what`
+    formatted with `names` says (worked out only then)."""
+    changes: dict[str, Any] = {}
+    for name, column, names_it, max_length, (low, high) in columns:
+        value = getattr(info, name)
+        if value is None:
+            continue
+        if type(value) is str:  # the common cases first, without a call (isascii reads a flag)
+            if len(value) <= max_length and value.isascii() and "\x00" not in value:
+                continue
+        elif type(value) is int and low <= value <= high:
+            continue
+        reason = unstorable(value, column)
+        if reason is None:
+            continue
+        where = _said(what, *names)
+        if names_it:
+            _note(problems, f"{where}: {name} {_shown(value)} {reason}; not stored")
+            return None
+        _note(problems, f"{where}: {name} {_shown(value)} {reason}; stored as unknown")
+        changes[name] = column.get_default()
+    return dataclasses.replace(info, **changes) if changes else info
+
+
+def _note(problems: list[str] | None, message: str) -> None:
+    if problems is None:
+        log.warning("%s", message)
+    else:
+        problems.append(message)
+
+
+def _said(what: str, *names: str) -> str:
+    """`what` formatted with `names` for a problem message: each name cut to 60 characters (they may be garbage of
+    any length), NULs and lone surrogates escaped so that the message itself can be stored."""
+    cut = (name if len(name) <= 60 else f"{name[:60]}…" for name in names)
+    return what.format(*(n.encode("utf-8", "backslashreplace").decode().replace("\x00", "\\x00") for n in cut))
+
+
 # --- inventory -------------------------------------------------------------------------------------------------------
 
 
-def upsert_nodes(cluster: Cluster, nodes: Sequence[NodeInfo], now: datetime) -> dict[str, int]:
-    """Create or update the cluster's nodes; returns name → id. Fields a source did not report are left as they were."""
+def upsert_nodes(
+    cluster: Cluster, nodes: Sequence[NodeInfo], now: datetime, problems: list[str] | None = None
+) -> dict[str, int]:
+    """Create or update the cluster's nodes; returns name → id. Fields a source did not report are left as they were.
+
+    A node whose name cannot be stored (see `unstorable`) is skipped, another unstorable value is left as it was;
+    each is noted in `problems` (logged when None). Of two nodes of one name, the last is kept.
+    """
+    checked = (_storable(n, _NODE_COLUMNS, problems, "node {}", n.name) for n in nodes)
+    nodes = list({n.name: n for n in checked if n is not None}.values())
     if not nodes:
         return dict(Node.objects.filter(cluster=cluster).values_list("name", "id"))
     existing = {n.name: n for n in Node.objects.filter(cluster=cluster, name__in=[n.name for n in nodes])}
@@ -110,8 +258,20 @@ def upsert_nodes(cluster: Cluster, nodes: Sequence[NodeInfo], now: datetime) -> 
     return dict(Node.objects.filter(cluster=cluster).values_list("name", "id"))
 
 
-def upsert_pods(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, node_ids: dict[str, int]) -> int:
-    """Create or update pods and their containers (matched by namespace/name and container name). Returns pods stored."""
+def upsert_pods(
+    cluster: Cluster,
+    pods: Sequence[PodInfo],
+    now: datetime,
+    node_ids: dict[str, int],
+    problems: list[str] | None = None,
+) -> int:
+    """Create or update pods and their containers (matched by namespace/name and container name). Returns pods stored.
+
+    A pod or container whose name cannot be stored (see `unstorable`) is skipped, another unstorable value stored as
+    unknown; each is noted in `problems` (logged when None). Of two pods (or containers of a pod) of one name, the
+    last is kept — PostgreSQL refuses to upsert one row twice in a statement.
+    """
+    pods = _storable_pods(pods, problems)
     if not pods:
         return 0
     pod_rows = [
@@ -156,7 +316,57 @@ def upsert_pods(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, node_i
         unique_fields=["pod", "name"],
         update_fields=["container_id", "request_mcpu", "limit_mcpu", "restarts", "last_seen"],
     )
+    analyze_tables("clusters_node", "clusters_pod", "clusters_container")
     return len(pod_rows)
+
+
+def analyze_recent(now: datetime | None = None) -> None:
+    """Statistics for the series tables that grow all day: the heads, today's sample partition, the rollups."""
+    if connection.vendor != "postgresql":
+        return
+    today = partition_name((now or timezone.now()).astimezone(UTC).date())
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s)", [today])
+        exists = cursor.fetchone()[0] is not None
+    analyze_tables("telemetry_serieshead", "telemetry_hourlyrollup", *([today] if exists else []))
+
+
+def analyze_tables(*tables: str) -> None:
+    """PostgreSQL: refresh the planner's statistics of tables that just changed a lot.
+
+    Autovacuum may be off or minutes behind (it was off on the machines cputune is tested on). Without statistics
+    the planner took a cluster of 6,000 pods for 2 and ran ingest's container lookup as a nested loop over every
+    container for every reading: 27 s for one batch instead of 50 ms. ANALYZE samples at most 30,000 rows per
+    table, well under a second even at 150,000 pods.
+    """
+    if connection.vendor != "postgresql" or not tables:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {', '.join(tables)}")
+
+
+def _storable_pods(pods: Sequence[PodInfo], problems: list[str] | None) -> list[PodInfo]:
+    """The pods and containers upsert_pods can write (see its docstring), one per name."""
+    by_key: dict[tuple[str, str], PodInfo] = {}
+    for pod in pods:
+        checked = _storable(pod, _POD_COLUMNS, problems, "pod {}/{}", pod.namespace, pod.name)
+        if checked is None:
+            continue
+        containers: dict[str, ContainerInfo] = {}
+        for container in pod.containers:
+            names = (pod.namespace, pod.name, container.name)
+            stored = _storable(container, _CONTAINER_COLUMNS, problems, "pod {}/{} container {}", *names)
+            if stored is not None:
+                if stored.name in containers:
+                    _note(problems, _said("pod {}/{} container {} is listed twice; the last one kept", *names))
+                containers[stored.name] = stored
+        kept = tuple(containers.values())
+        if kept != pod.containers:
+            checked = dataclasses.replace(checked, containers=kept)
+        if (checked.namespace, checked.name) in by_key:
+            _note(problems, _said("pod {}/{} is listed twice; the last one kept", pod.namespace, pod.name))
+        by_key[(checked.namespace, checked.name)] = checked
+    return list(by_key.values())
 
 
 def _pod_ids(cluster: Cluster, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
@@ -251,10 +461,13 @@ def _chunks(items: list, size: int) -> Iterable[list]:
 def ingest(cluster: Cluster, batch: Batch, *, now: datetime | None = None) -> IngestResult:
     """Store one source batch: inventory first, then readings (deltas against each container's last reading)."""
     now = now or timezone.now()
+    problems: list[str] = []
     with transaction.atomic():
-        node_ids = upsert_nodes(cluster, batch.nodes, now)
-        upsert_pods(cluster, batch.pods, now, node_ids)
-    return ingest_readings(cluster, batch.readings, now=now)
+        node_ids = upsert_nodes(cluster, batch.nodes, now, problems)
+        upsert_pods(cluster, batch.pods, now, node_ids, problems)
+    result = ingest_readings(cluster, batch.readings, now=now)
+    result.problems[:0] = problems
+    return result
 
 
 def ingest_readings(
@@ -264,10 +477,12 @@ def ingest_readings(
 
     A reading at or before the container's last stored instant is a duplicate and is skipped. A counter that went
     backwards is a reset: the delta is the new value. Counters that cannot be real (NaN, negative, > 2**53) are
-    dropped from that reading with a problem noted; the rest of the reading and of the batch is kept.
+    dropped from that reading with a problem noted; the rest of the reading and of the batch is kept. So is a reading
+    whose names cannot be stored (see `unstorable`), and a threads count or period the columns cannot hold.
     """
     now = now or timezone.now()
     result = IngestResult()
+    readings = _storable_readings(readings, result.problems)
     if not readings:
         return result
     if method == "auto":
@@ -311,6 +526,19 @@ def ingest_readings(
                 period_us=period_us
             )
     return result
+
+
+def _storable_readings(readings: Sequence[CounterReading], problems: list[str]) -> Sequence[CounterReading]:
+    """The readings whose values the columns can hold (see ingest_readings); the same sequence when all can."""
+    kept: list[CounterReading] = []
+    changed = False
+    for reading in readings:
+        names = (reading.namespace, reading.pod, reading.container)
+        checked = _storable(reading, _READING_COLUMNS, problems, "reading of {}/{}/{}", *names)
+        changed = changed or checked is not reading
+        if checked is not None:
+            kept.append(checked)
+    return kept if changed else readings
 
 
 def _checked_counters(reading: CounterReading, result: IngestResult) -> list[float | int | None]:
@@ -373,6 +601,21 @@ FROM reading_load l
 JOIN clusters_pod p ON p.cluster_id = %(cluster)s AND p.namespace = l.namespace AND p.name = l.pod
 WHERE NOT EXISTS (SELECT 1 FROM clusters_container c WHERE c.pod_id = p.id AND c.name = l.container)
 ON CONFLICT DO NOTHING
+"""
+# Two ingests of one container at once (overlapping cycles: a double-started beat, a redelivered task beside the
+# next cycle's) would both compute their deltas against the same head and store overlapping intervals, counting the
+# seconds between their readings twice. So the batch's series heads are locked first, in id order (two batches never
+# wait on each other crosswise): the second ingest waits, and its statement then sees the first one's samples and
+# head. Only ingests write heads, so nothing else waits; a container's very first readings have no head to lock.
+_LOCK_HEADS = """
+SELECT h.container_id FROM telemetry_serieshead h
+WHERE h.container_id IN (
+    SELECT c.id FROM reading_load l
+    JOIN clusters_pod p ON p.cluster_id = %(cluster)s AND p.namespace = l.namespace AND p.name = l.pod
+    JOIN clusters_container c ON c.pod_id = p.id AND c.name = l.container
+)
+ORDER BY h.container_id
+FOR UPDATE
 """
 # Readings resolved to containers, deduplicated per (container, instant); the stored heads before them; a window
 # over both gives each reading its predecessor — the head, or the previous reading of the same batch. The same rules
@@ -463,6 +706,7 @@ def _ingest_in_sql(
         cursor.execute(_CREATE_MISSING_PODS, params)
         cursor.execute(_CREATE_MISSING_CONTAINERS, params)
         result.containers_created = max(0, cursor.rowcount)
+        cursor.execute(_LOCK_HEADS, params)
         # The CTEs' row counts are guesses (a fresh temporary table, pods not yet analysed): guessing one row, the
         # planner joined 10,000 readings to 10,000 heads in nested loops — 34 s instead of 0.2 s in EXPLAIN
         # ANALYZE. So big batches get hash joins. A node's batch (tens to hundreds of readings) must not: hashing
@@ -766,6 +1010,7 @@ __all__ = [
     "ingest_readings",
     "list_partitions",
     "rollup_hours",
+    "unstorable",
     "upsert_nodes",
     "upsert_pods",
     "write_samples",

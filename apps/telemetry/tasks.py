@@ -9,7 +9,9 @@ from . import services
 
 @shared_task(name="telemetry.rollup", acks_late=True, time_limit=600, soft_time_limit=540)
 def rollup() -> int:
-    return services.rollup_hours()
+    written = services.rollup_hours()
+    services.analyze_recent()
+    return written
 
 
 @shared_task(name="telemetry.retention", acks_late=True, time_limit=3000, soft_time_limit=2700)

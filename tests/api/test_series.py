@@ -114,3 +114,10 @@ def test_bad_times_are_a_400_naming_the_parameter(reader, demo, params, paramete
 def test_unknown_cluster_namespace_or_pod_is_a_404(reader, demo, url, message):
     response = reader.get(url)
     assert (response.status_code, response.json()) == (404, {"detail": message})
+
+
+def test_an_offset_beyond_what_postgresql_stores_is_read_as_utc(reader, demo):
+    # ISO 8601 allows +18:23; PostgreSQL's timestamptz refuses offsets past ±15:59 (found by schemathesis as a 500).
+    response = reader.get(URL.format(pod="api-0"), {"since": "2026-11-30T22:00:00+18:23", "until": iso(NOW)})
+    assert response.status_code == 200, response.content
+    assert response.json()["since"] == "2026-11-30T03:37:00Z"

@@ -16,18 +16,25 @@ pods that is minutes saved per list, and the inventory reads plain dicts anyway.
 Timeouts are per request, body included: a kubelet that hangs or dribbles its scrape costs at most
 `request_timeout_s` (plus one socket read) and raises NodeScrapeError for that node only. Read timeouts are not
 retried — the next collection cycle is the retry — so a hanging node never holds a worker for several timeouts.
+
+Sizes are bounded as the scrape streams in: a line longer than MAX_SCRAPE_LINE_BYTES is cut to that length on
+arrival (the parser then refuses it by line number and keeps the rest), and a scrape that would keep more than
+MAX_SCRAPE_BYTES is refused whole. The body is held once, not copied to join or to check its encoding: reading and
+parsing a 51 MB scrape peaked at 1.05× its size, where it was 1.94× (tests/collector/test_hostile_input.py).
 """
 
 from __future__ import annotations
 
+import codecs
 import copy
+import io
 import ipaddress
 import json
 import logging
 import re
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import urllib3
@@ -37,18 +44,30 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
 from apps.collector import inventory
+from apps.collector.cadvisor import MAX_LINE_BYTES
 from apps.collector.sources import NodeScrapeError, SourceError
 from apps.telemetry.readings import NodeInfo, PodInfo
 
 __all__ = ["KubernetesSource", "NodeScrapeError", "SourceError", "kubelet_base_url"]
+
+_Item = TypeVar("_Item")
 
 logger = logging.getLogger(__name__)
 
 # One retry for a refused or reset connection; none for read timeouts or HTTP statuses (see the module docstring).
 _RETRIES = urllib3.Retry(total=1, connect=1, read=0, status=0, redirect=0, other=0)
 _CHUNK_BYTES = 256 * 1024
-MAX_SCRAPE_BYTES = 256 * 1024 * 1024  # a busy node's scrape is a few MB; this only stops a runaway answer
+# A scrape costs ~66 KB per pod (the recorded 1.33 kubelet: 1.36 MB for 19 pods), so ~7 MB at the default maxPods of
+# 110 and ~17 MB at the 250-odd pods some managed clusters allow. 64 MiB leaves room for pods of many containers and
+# stops a runaway answer before it costs a worker much more than that (the body is held once).
+MAX_SCRAPE_BYTES = 64 * 1024 * 1024
+# Lines are cut to this on arrival: twice what the parser reads, so it still sees the line as too long and names it.
+MAX_SCRAPE_LINE_BYTES = 2 * MAX_LINE_BYTES
+# Bytes received (after gzip) before giving up, cut ones included: endless lines are not read for ever either.
+MAX_SCRAPE_RECEIVED_BYTES = 4 * MAX_SCRAPE_BYTES
 MAX_LIST_PAGE_BYTES = 512 * 1024 * 1024
+MAX_PROBLEM_CHARS = 2000  # an object's problem quotes its names, which a broken object may make megabytes long
+_UTF8_CHECK_BYTES = 1024 * 1024
 _FINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 _SCRAPE_ACCEPT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
 _TEXT_TYPES = ("text/", "application/openmetrics-text")
@@ -133,13 +152,16 @@ class KubernetesSource:
 
         Raises SourceError when the list itself fails (HTTP error, timeout, a continue token expiring twice).
         """
-        objects = self._list("nodes", self._core.list_node)
-        for node in objects:
-            name = node.get("metadata", {}).get("name") if isinstance(node.get("metadata"), Mapping) else None
-            endpoint = inventory.kubelet_endpoint(node)
-            if isinstance(name, str) and endpoint is not None:
-                self._kubelet_endpoints[name] = endpoint
-        return inventory.nodes_from_objects(objects)
+
+        def convert(objects: list[Mapping[str, Any]]) -> tuple[list[NodeInfo], list[str]]:
+            for node in objects:
+                name = node.get("metadata", {}).get("name") if isinstance(node.get("metadata"), Mapping) else None
+                endpoint = inventory.kubelet_endpoint(node)
+                if isinstance(name, str) and endpoint is not None:
+                    self._kubelet_endpoints[name] = endpoint
+            return inventory.nodes_from_objects(objects)
+
+        return self._list("nodes", self._core.list_node, convert)
 
     def list_pods(self) -> tuple[list[PodInfo], list[str]]:
         """Every pod of every namespace (running and pending ones unless `skip_finished_pods` is off), in pages.
@@ -147,20 +169,25 @@ class KubernetesSource:
         Raises SourceError as `list_nodes` does.
         """
         selector = _FINISHED_PODS if self.skip_finished_pods else None
-        objects = self._list("pods", self._core.list_pod_for_all_namespaces, field_selector=selector)
-        return inventory.pods_from_objects(objects)
+        return self._list(
+            "pods", self._core.list_pod_for_all_namespaces, inventory.pods_from_objects, field_selector=selector
+        )
 
     # -- per node
 
     def scrape_cadvisor(self, node_name: str) -> bytes:
         """The node's `/metrics/cadvisor` text (Prometheus exposition format), through the API server's node proxy,
-        or straight from the kubelet with `kubelet_direct`.
+        or straight from the kubelet with `kubelet_direct`. Lines longer than MAX_SCRAPE_LINE_BYTES come back cut to
+        that length (the parser refuses them by line number).
 
-        Raises NodeScrapeError naming the node for a timeout, a refused connection, an HTTP error status, or an
-        answer that is not metrics text (wrong content type, binary bytes, empty).
+        Raises NodeScrapeError naming the node for a timeout, a refused connection, an HTTP error status, an answer
+        larger than MAX_SCRAPE_BYTES, or one that is not metrics text (wrong content type, binary bytes, not UTF-8
+        — as Prometheus, which fails such a scrape too —, empty).
         """
         client, host, path = self._kubelet_route(node_name, "metrics/cadvisor")
-        status, content_type, body = self._get(node_name, client, host, path, _SCRAPE_ACCEPT, MAX_SCRAPE_BYTES)
+        status, content_type, body = self._get(
+            node_name, client, host, path, _SCRAPE_ACCEPT, MAX_SCRAPE_BYTES, _LongLines(MAX_SCRAPE_LINE_BYTES)
+        )
         if status != 200:
             raise NodeScrapeError(node_name, f"GET {host}{path} answered HTTP {status}: {_error_text(body)}", status)
         if not content_type.lower().startswith(_TEXT_TYPES):
@@ -210,10 +237,19 @@ class KubernetesSource:
 
     # -- internals
 
-    def _list(self, resource: str, call: Callable[..., Any], **params: Any) -> list[Mapping[str, Any]]:
+    def _list(
+        self,
+        resource: str,
+        call: Callable[..., Any],
+        convert: Callable[[list[Mapping[str, Any]]], tuple[list[_Item], list[str]]],
+        **params: Any,
+    ) -> tuple[list[_Item], list[str]]:
+        """Every item of a list, converted page by page (problems cut to MAX_PROBLEM_CHARS): listing 100,000 pods
+        of 3.5 KB peaked at 1.6 GB when every page's dicts were kept until the end, at 97 MB converted per page."""
         restarted = False
         while True:
-            items: list[Mapping[str, Any]] = []
+            items: list[_Item] = []
+            problems: list[str] = []
             token: str | None = None
             try:
                 while True:
@@ -226,11 +262,14 @@ class KubernetesSource:
                         **params,
                     )
                     page = _json_object(_read_body(response, deadline, MAX_LIST_PAGE_BYTES), f"a {resource} page")
-                    items.extend(inventory.list_items(page))
+                    converted, page_problems = convert(inventory.list_items(page))
+                    items.extend(converted)
+                    problems.extend(problem[:MAX_PROBLEM_CHARS] for problem in page_problems)
                     metadata = page.get("metadata")
                     token = metadata.get("continue") if isinstance(metadata, Mapping) else None
+                    del page
                     if not token:
-                        return items
+                        return items, problems
             except ApiException as error:
                 if error.status == 410 and token is not None and not restarted:
                     logger.warning(
@@ -276,7 +315,14 @@ class KubernetesSource:
         return self._api_client, self.server, f"/api/v1/nodes/{quote(node_name, safe='')}/proxy/{endpoint}"
 
     def _get(
-        self, node_name: str, client: k8s_client.ApiClient, host: str, path: str, accept: str, max_bytes: int
+        self,
+        node_name: str,
+        client: k8s_client.ApiClient,
+        host: str,
+        path: str,
+        accept: str,
+        max_bytes: int,
+        long_lines: _LongLines | None = None,
     ) -> tuple[int, str, bytes]:
         """GET with the client's credentials and TLS settings; (status, content type, body) whatever the status."""
         deadline = time.monotonic() + self.request_timeout_s
@@ -290,7 +336,7 @@ class KubernetesSource:
         try:
             response = client.call_api(method, url, header_params=headers, _request_timeout=self.request_timeout_s)
             raw = response.response
-            body = _read_body(raw, deadline, max_bytes)
+            body = _read_body(raw, deadline, max_bytes, long_lines)
         except (urllib3.exceptions.HTTPError, OSError, _BodyTimeout) as error:
             raise NodeScrapeError(node_name, f"GET {url}: {_describe(error, self)}") from None
         except ApiException as error:  # the client turns TLS failures into ApiException(status=0)
@@ -309,6 +355,60 @@ class _BodyTimeout(Exception):
 
 class _TooLarge(ValueError):
     pass
+
+
+class _LongLines:
+    """Cuts the lines of a streamed body to `max_line_bytes` as its chunks arrive (a line may span chunks).
+
+    Most chunks hold no long line, and a few `find` calls show it without copying: a line longer than 2w bytes
+    covers a whole window of w bytes, on a grid of w, that holds no newline. Raises _TooLarge past
+    MAX_SCRAPE_RECEIVED_BYTES received, so a body of endless lines is not read for ever.
+    """
+
+    def __init__(self, max_line_bytes: int) -> None:
+        self.max_line_bytes = max_line_bytes
+        self._window = max(1, max_line_bytes // 2)
+        self._line_bytes = 0  # bytes of the unfinished line received so far
+        self._received = 0
+
+    def feed(self, chunk: bytes) -> bytes:
+        self._received += len(chunk)
+        if self._received > MAX_SCRAPE_RECEIVED_BYTES:
+            raise _TooLarge(f"the answer goes on past {MAX_SCRAPE_RECEIVED_BYTES} bytes")
+        limit = self.max_line_bytes
+        first = chunk.find(b"\n")
+        if first < 0:
+            if self._line_bytes + len(chunk) <= limit:
+                self._line_bytes += len(chunk)
+                return chunk
+        else:
+            last = chunk.rfind(b"\n")
+            tail = len(chunk) - last - 1
+            if self._line_bytes + first <= limit and tail <= limit and self._no_long_line(chunk, first, last):
+                self._line_bytes = tail
+                return chunk
+        return self._cut(chunk)
+
+    def _no_long_line(self, chunk: bytes, first: int, last: int) -> bool:
+        window = self._window
+        return all(chunk.find(b"\n", start, start + window) >= 0 for start in range(first, last - window, window))
+
+    def _cut(self, chunk: bytes) -> bytes:
+        kept: list[bytes] = []
+        start, size = 0, len(chunk)
+        while start < size:
+            end = chunk.find(b"\n", start)
+            stop = size if end < 0 else end
+            room = self.max_line_bytes - self._line_bytes
+            if room > 0:
+                kept.append(chunk[start : start + min(room, stop - start)])
+            self._line_bytes += stop - start
+            if end < 0:
+                break
+            kept.append(b"\n")
+            self._line_bytes = 0
+            start = end + 1
+        return b"".join(kept)
 
 
 def _connect(kubeconfig: str | None, context: str | None, in_cluster: bool) -> k8s_client.ApiClient:
@@ -337,28 +437,34 @@ def _kubelet_client(configuration: k8s_client.Configuration, insecure: bool) -> 
     return k8s_client.ApiClient(kubelet)
 
 
-def _read_body(response: Any, deadline: float, max_bytes: int) -> bytes:
-    """Read a streamed urllib3 response to the end, giving up at `deadline` (time.monotonic()) or past max_bytes."""
-    chunks: list[bytes] = []
-    size = 0
+def _read_body(response: Any, deadline: float, max_bytes: int, long_lines: _LongLines | None = None) -> bytes:
+    """Read a streamed urllib3 response to the end, giving up at `deadline` (time.monotonic()) or past max_bytes
+    kept; `long_lines` cuts long lines on the way."""
+    # BytesIO hands its buffer over on getvalue(): joining a list of chunks held the body twice at the end.
+    body = io.BytesIO()
+    received = 0
     finished = False
     try:
         while True:
             if time.monotonic() > deadline:
-                raise _BodyTimeout(f"the answer did not finish in time ({size} bytes received)")
+                raise _BodyTimeout(f"the answer did not finish in time ({received} bytes received)")
             chunk = response.read1(_CHUNK_BYTES)
             if not chunk:
                 break
-            size += len(chunk)
-            if size > max_bytes:
-                raise _TooLarge(f"the answer is larger than {max_bytes} bytes")
-            chunks.append(chunk)
+            received += len(chunk)
+            if long_lines is not None:
+                chunk = long_lines.feed(chunk)
+            if body.tell() + len(chunk) > max_bytes:
+                raise _TooLarge(
+                    f"the answer is larger than {max_bytes} bytes ({max_bytes / 2**20:g} MiB), the most accepted"
+                )
+            body.write(chunk)
         finished = True
     finally:
         if not finished:
             response.close()  # unread bytes must not go back to the pool with the connection
         response.release_conn()
-    return b"".join(chunks)
+    return body.getvalue()
 
 
 def _json_object(body: bytes, what: str) -> dict[str, Any]:
@@ -377,13 +483,35 @@ def _check_metrics_text(node_name: str, body: bytes) -> None:
         raise NodeScrapeError(node_name, "the scrape is empty")
     if b"\x00" in body:
         raise NodeScrapeError(node_name, f"the scrape holds binary bytes, not metrics text ({len(body)} bytes)")
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise NodeScrapeError(node_name, f"the scrape is not UTF-8 text (byte {error.start})") from None
+    not_utf8 = _not_utf8(body)
+    if not_utf8 is not None:
+        raise NodeScrapeError(node_name, f"the scrape is not UTF-8 text: {not_utf8}")
     first = _first_sample_line(body, text_start.start())
     if first and not _FIRST_SAMPLE.match(first):
         raise NodeScrapeError(node_name, f"the scrape does not look like metrics text: {first[:80]!r}")
+
+
+def _not_utf8(body: bytes) -> str | None:
+    """Where the body stops being UTF-8 ("line 12, byte 3456: …"), or None when it is UTF-8 throughout.
+
+    Decoded a slice of whole lines at a time (no UTF-8 character holds a newline byte): decoding the whole body
+    at once made a copy of it as large as the body.
+    """
+    if body.isascii():
+        return None
+    view = memoryview(body)
+    start, size = 0, len(body)
+    while start < size:
+        end = body.find(b"\n", start + _UTF8_CHECK_BYTES)
+        end = size if end < 0 else end + 1
+        try:
+            codecs.utf_8_decode(view[start:end], "strict", True)
+        except UnicodeDecodeError as error:
+            position = start + error.start
+            line = body.count(b"\n", 0, position) + 1
+            return f"line {line}, byte {position}: {bytes(view[max(0, position - 40) : position + 20])!r}"
+        start = end
+    return None
 
 
 def _first_sample_line(body: bytes, start: int) -> bytes:
