@@ -17,6 +17,8 @@ MILLI_CPU_TO_CPU = 1000
 DEFAULT_PERIOD_US = 100_000
 MIN_QUOTA_US = 1000
 MIN_WEIGHT = 1
+MAX_QUANTITY_CHARS = 64  # the API server's own quantities are far shorter; longer text is not a quantity
+MAX_QUANTITY_EXPONENT = 18  # 10**18 CPUs: past any real request, and cheap to reject
 MAX_WEIGHT = 10_000
 
 _QUANTITY = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]{0,2})\s*$")
@@ -44,11 +46,17 @@ def cpu_quantity_to_mcpu(quantity: str | int | float) -> int:
             raise ValueError(f"CPU quantity {quantity!r} is not finite")
         value = Decimal(str(quantity))
     else:
+        if len(quantity) > MAX_QUANTITY_CHARS:
+            raise ValueError(f"CPU quantity of {len(quantity)} characters is not a CPU quantity")
         match = _QUANTITY.match(quantity)
         if not match or match.group(2) not in _SUFFIX:
             raise ValueError(f"{quantity!r} is not a CPU quantity (expected e.g. 250m, 2, 0.5)")
         try:
-            value = Decimal(match.group(1)) * _SUFFIX[match.group(2)]
+            number = Decimal(match.group(1))
+            # Bounded before any arithmetic: "1e9999999" would take seconds to expand (or overflow the context).
+            if number.is_finite() and number != 0 and abs(number.adjusted()) > MAX_QUANTITY_EXPONENT:
+                raise ValueError(f"CPU quantity {quantity!r} is out of range")
+            value = number * _SUFFIX[match.group(2)]
         except InvalidOperation:
             raise ValueError(f"{quantity!r} is not a CPU quantity") from None
     if value < 0:
