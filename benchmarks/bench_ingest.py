@@ -22,7 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cputune.settings")
-os.environ.setdefault("DEBUG", "1")
+os.environ.setdefault("DEBUG", "0")  # no query log: it would be part of what is measured
+os.environ.setdefault("SECRET_KEY", "benchmarks-only")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cputune_bench")
 
 

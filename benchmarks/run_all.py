@@ -76,8 +76,7 @@ def main(argv: list[str]) -> int:
     chosen = argv or SCRIPTS
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cputune_bench")
-    env.setdefault("DEBUG", "0")
-    env.setdefault("SECRET_KEY", "benchmarks-only")
+    env.setdefault("SECRET_KEY", "benchmarks-only")  # each script sets DEBUG as its measurement needs
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     where = machine()
     rows: list[dict] = []
