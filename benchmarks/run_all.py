@@ -109,13 +109,12 @@ def main(argv: list[str]) -> int:
         results_md.write_text("# Benchmark results\n\nAppended by `make bench` (benchmarks/run_all.py).\n\n")
     with results_md.open("a") as f:
         f.write("\n" + table + "\n")
-    (HERE / "results.json").write_text(
-        json.dumps(
-            [{k: r.get(k) for k in ("name", "value", "unit", "target", "baseline", "machine", "date")} for r in rows],
-            indent=2,
-        )
-        + "\n"
-    )
+    # A partial run (named scripts) replaces its own figures and keeps the others' latest ones.
+    results_json = HERE / "results.json"
+    fresh = [{k: r.get(k) for k in ("name", "value", "unit", "target", "baseline", "machine", "date")} for r in rows]
+    names = {r["name"] for r in fresh}
+    kept = json.loads(results_json.read_text()) if results_json.exists() and argv else []
+    results_json.write_text(json.dumps([r for r in kept if r["name"] not in names] + fresh, indent=2) + "\n")
     return 0 if all(s.startswith("ok") for s in statuses.values()) else 1
 
 
