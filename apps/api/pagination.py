@@ -43,6 +43,12 @@ class Pagination(PageNumberPagination):
             return paginator.num_pages
         return _positive_int(request, self.page_query_param) or 1
 
+    def validate_parameters(self, request: Request) -> None:
+        """A 400 for a malformed page or page_size, where the response is not paged (a CSV of the whole list)."""
+        if request.query_params.get(self.page_query_param) not in self.last_page_strings:
+            _positive_int(request, self.page_query_param)
+        self.get_page_size(request)
+
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         parameters = super().get_schema_operation_parameters(view)
         for parameter in parameters:

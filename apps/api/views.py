@@ -220,6 +220,8 @@ class RecommendationList(ApiListView):
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Any:
         rows = self.filter_queryset(self.get_queryset())
         if request.accepted_renderer.format == CSVRenderer.format:
+            # The CSV is the whole list; page and page_size do not apply, but a malformed one is still a 400.
+            self.paginator.validate_parameters(request)
             response = StreamingHttpResponse(
                 stream_csv(rows, RECOMMENDATION_FIELDS), content_type="text/csv; charset=utf-8"
             )

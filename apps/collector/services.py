@@ -43,6 +43,9 @@ def collect_inventory(run: CollectionRun, source: Source | None = None) -> list[
     problems = list(inventory.problems)
     try:
         with transaction.atomic():
+            # One inventory per cluster at a time: two cycles started together (two beats, a manual collect during
+            # a scheduled one) would both find a new node missing and both insert it; the second waits here instead.
+            Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
             node_ids = upsert_nodes(cluster, inventory.nodes, now, problems)
             upsert_pods(cluster, inventory.pods, now, node_ids, problems)
             _add_problems(run, "", problems)

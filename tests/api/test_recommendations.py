@@ -107,6 +107,16 @@ def test_csv_errors_are_json_too(reader, demo):
     assert response.status_code == 404 and response.json() == {"detail": "no cluster named 'nope'"}
 
 
+@pytest.mark.parametrize("params", [{"page": "-8833643509"}, {"page_size": "0"}, {"page_size": "5000"}])
+def test_the_csv_is_not_paged_but_a_malformed_page_is_still_a_400(reader, demo, params):
+    response = reader.get(URL, {"format": "csv", **params})
+    assert response.status_code == 400 and response["Content-Type"] == "application/json"
+    assert list(response.json()) == list(params)
+    whole = reader.get(URL, {"format": "csv", "page": "2", "page_size": "1"})
+    assert whole.status_code == 200
+    assert b"".join(whole.streaming_content) == b"".join(reader.get(URL, {"format": "csv"}).streaming_content)
+
+
 def test_no_clusters_is_an_empty_list_and_a_header_only_csv(reader):
     assert reader.get(URL).json() == {"count": 0, "next": None, "previous": None, "results": []}
     response = reader.get(URL, {"format": "csv"})

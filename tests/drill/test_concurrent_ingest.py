@@ -74,3 +74,54 @@ def test_two_concurrent_ingests_of_one_container_never_count_the_same_seconds_tw
     # The usage stored over the intervals adds up to the usage between the first and the last reading, once.
     assert sum(delta or 0.0 for _, _, delta in samples[1:]) == pytest.approx(59.0 - 5.0)
     assert samples[-1][0] - samples[0][0] == timedelta(minutes=2)
+
+
+class _BarrierSource:
+    """A source whose inventory returns only when both cycles have listed: both then store a cluster seen for the
+    first time, with the same new nodes and pods."""
+
+    def __init__(self, barrier: threading.Barrier) -> None:
+        self.barrier = barrier
+
+    def inventory(self):
+        from apps.collector.registry import Inventory
+
+        self.barrier.wait(timeout=20)
+        nodes = [f.node_info(f"node-{i}") for i in range(20)]
+        pods = [f.pod_info(f"web-{i}", node=f"node-{i % 20}") for i in range(200)]
+        return Inventory(nodes=nodes, pods=pods)
+
+
+def test_two_cycles_listing_a_new_cluster_at_once_both_store_the_inventory():
+    """Two beats started by mistake: both cycles find the same nodes missing. The second waits for the first
+    (found by a drill: it inserted the same nodes again and its run failed on the unique constraint)."""
+    from apps.clusters.models import Node, Pod
+    from apps.collector.models import CollectionRun
+    from apps.collector.services import collect_inventory, start_run
+
+    cluster = f.cluster()
+    barrier = threading.Barrier(2)
+    runs = [start_run(cluster), start_run(cluster)]
+    listed: dict[int, list[str]] = {}
+    errors: list[BaseException] = []
+
+    def cycle(run) -> None:
+        try:
+            listed[run.pk] = collect_inventory(run, _BarrierSource(barrier))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=cycle, args=(run,)) for run in runs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    problems = list(CollectionRun.objects.filter(problems__isnull=False).values_list("problems__message", flat=True))
+    assert problems == []
+    assert [len(listed[run.pk]) for run in runs] == [20, 20]
+    assert set(CollectionRun.objects.values_list("finished_at", flat=True)) == {None}, "both runs are still open"
+    assert Node.objects.filter(cluster=cluster).count() == 20
+    assert Pod.objects.filter(cluster=cluster).count() == 200
