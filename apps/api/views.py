@@ -33,6 +33,7 @@ from .csv import stream_csv
 from .filters import ContainerFilter, RecommendationFilter, SelectorFilterBackend
 from .metrics import CputuneCollector
 from .models import ApiToken
+from .pagination import Pagination
 from .parsers import BoundedJSONParser
 from .permissions import CanIngest, CanRead
 from .renderers import (
@@ -221,7 +222,7 @@ class RecommendationList(ApiListView):
         rows = self.filter_queryset(self.get_queryset())
         if request.accepted_renderer.format == CSVRenderer.format:
             # The CSV is the whole list; page and page_size do not apply, but a malformed one is still a 400.
-            self.paginator.validate_parameters(request)
+            Pagination().validate_parameters(request)
             response = StreamingHttpResponse(
                 stream_csv(rows, RECOMMENDATION_FIELDS), content_type="text/csv; charset=utf-8"
             )

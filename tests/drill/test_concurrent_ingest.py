@@ -91,6 +91,12 @@ class _BarrierSource:
         pods = [f.pod_info(f"web-{i}", node=f"node-{i % 20}") for i in range(200)]
         return Inventory(nodes=nodes, pods=pods)
 
+    def read_node(self, node, now):
+        raise AssertionError("only the inventory is read here")
+
+    def close(self) -> None:
+        pass
+
 
 def test_two_cycles_listing_a_new_cluster_at_once_both_store_the_inventory():
     """Two beats started by mistake: both cycles find the same nodes missing. The second waits for the first
