@@ -903,16 +903,52 @@ def _delete_in_batches(queryset, key: tuple[str, ...]) -> int:
         total += len(ids)
 
 
-def rollup_hours(*, now: datetime | None = None, hours: int = 2) -> int:
+# The same rollup as _rollup's loop, computed where the rows are. percentile_disc is the nearest rank (the first value
+# whose cumulative fraction reaches q), as _nearest_rank. At 1,000 nodes an hour holds 3.6 million samples: read into
+# Python they took ~15 s and over a gigabyte in the worker on every findings refresh.
+_ROLLUP = """
+INSERT INTO telemetry_hourlyrollup (container_id, hour, samples, covered_seconds, periods, throttled_periods,
+    throttled_seconds, usage_seconds, usage_p95_mcpu, usage_max_mcpu, threads_max)
+SELECT container_id, date_trunc('hour', ts), count(*),
+    coalesce(sum(interval_s) FILTER (WHERE used), 0),
+    sum(periods_delta) FILTER (WHERE used),
+    sum(throttled_periods_delta) FILTER (WHERE used),
+    sum(throttled_seconds_delta) FILTER (WHERE used),
+    sum(usage_seconds_delta) FILTER (WHERE used),
+    percentile_disc(0.95) WITHIN GROUP (ORDER BY usage_seconds_delta / interval_s * 1000.0) FILTER (WHERE used),
+    max(usage_seconds_delta / interval_s * 1000.0) FILTER (WHERE used),
+    max(threads)
+FROM (
+    SELECT *, interval_s IS NOT NULL AND interval_s > 0 AND interval_s <= %(max_gap_s)s AS used
+    FROM telemetry_sample WHERE ts >= %(start)s AND ts < %(end)s
+) s
+GROUP BY container_id, date_trunc('hour', ts)
+ON CONFLICT (container_id, hour) DO UPDATE SET samples = excluded.samples,
+    covered_seconds = excluded.covered_seconds, periods = excluded.periods,
+    throttled_periods = excluded.throttled_periods, throttled_seconds = excluded.throttled_seconds,
+    usage_seconds = excluded.usage_seconds, usage_p95_mcpu = excluded.usage_p95_mcpu,
+    usage_max_mcpu = excluded.usage_max_mcpu, threads_max = excluded.threads_max
+"""
+
+
+def rollup_hours(*, now: datetime | None = None, hours: int = 2, method: str = "auto") -> int:
     """Recompute the hourly rollups of the last `hours` hours (the current one included) from raw samples.
 
     Rows are replaced, so running it again, or over a still-open hour, is harmless. Returns rollup rows written.
     Usage per interval in millicores is usage_seconds_delta / interval_s × 1000; intervals over 3 collection
-    intervals are gaps and are left out of usage percentiles and covered time.
+    intervals are gaps and are left out of usage percentiles and covered time. PostgreSQL computes them in one
+    statement ("sql"); elsewhere the rows are read and summed here ("python").
     """
     now = now or timezone.now()
     start = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=hours - 1)
     max_gap_s = 3 * settings.CPUTUNE_COLLECT_INTERVAL
+    if method == "auto":
+        method = "sql" if connection.vendor == "postgresql" else "python"
+    if method == "sql":
+        with transaction.atomic(), connection.cursor() as cursor:
+            params = {"start": start, "end": start + timedelta(hours=hours), "max_gap_s": max_gap_s}
+            cursor.execute(_ROLLUP, params)
+            return max(0, cursor.rowcount)
     qs = (
         Sample.objects.filter(ts__gte=start, ts__lt=start + timedelta(hours=hours))
         .order_by("container_id", "ts")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
@@ -98,3 +99,64 @@ def test_ensure_partitions_is_idempotent():
     first = ensure_partitions([day])
     second = ensure_partitions([day])
     assert first == [partition_name(day)] and second == []
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_postgresql_rollups_equal_the_python_ones(settings):
+    """The SQL rollup and the Python loop agree on sums, nearest-rank p95, max and threads: several containers,
+    three hours, gaps, counter resets, missing threads, a container without CFS counters."""
+    import random
+
+    settings.CPUTUNE_COLLECT_INTERVAL = 60
+    rng = random.Random(7)
+    cluster = f.cluster()
+    pods = [f.pod_info(f"web-{p}", containers=3) for p in range(4)]
+    readings = []
+    for pod in pods:
+        for container in pod.containers:
+            periods = throttled = 0
+            usage = throttled_s = 0.0
+            minute = 0
+            while minute < 3 * 60:
+                if rng.random() < 0.03:  # a restart: counters start again
+                    periods = throttled = 0
+                    usage = throttled_s = 0.0
+                periods += 600
+                throttled += rng.randrange(0, 300)
+                throttled_s += rng.random() * 3
+                usage += rng.random() * 60
+                cfs = container.name != "c2"
+                readings.append(
+                    dataclasses.replace(
+                        f.reading(minute, periods=periods, throttled=throttled, usage_s=usage, throttled_s=throttled_s,
+                                  pod=pod.name, container=container.name, threads=rng.choice([None, 0, 4, 9, 40])),
+                        periods_total=periods if cfs else None,
+                        throttled_periods_total=throttled if cfs else None,
+                        throttled_seconds_total=throttled_s if cfs else None,
+                    )
+                )  # fmt: skip
+                minute += rng.choice([1, 1, 1, 2, 5])  # and the odd gap longer than three intervals
+    ingest(cluster, Batch(pods=pods, readings=readings))
+    now = f.T0 + timedelta(hours=2, minutes=59)
+
+    def rollups() -> list[tuple]:
+        return list(
+            HourlyRollup.objects.order_by("container_id", "hour").values_list(
+                "container_id", "hour", "samples", "covered_seconds", "periods", "throttled_periods",
+                "throttled_seconds", "usage_seconds", "usage_p95_mcpu", "usage_max_mcpu", "threads_max",
+            )
+        )  # fmt: skip
+
+    assert rollup_hours(now=now, hours=3, method="python") == 36
+    by_python = rollups()
+    HourlyRollup.objects.all().delete()
+    assert rollup_hours(now=now, hours=3, method="sql") == 36
+    by_sql = rollups()
+    assert len(by_sql) == 36
+    for python_row, sql_row in zip(by_python, by_sql, strict=True):
+        assert python_row[:3] == sql_row[:3]
+        for name, expected, got in zip(("covered", "periods", "throttled", "throttled_s", "usage", "p95", "max",
+                                        "threads"), python_row[3:], sql_row[3:], strict=True):  # fmt: skip
+            assert (got is None) == (expected is None), (python_row[:2], name, expected, got)
+            assert got is None or got == pytest.approx(expected, rel=1e-12), (python_row[:2], name, expected, got)
