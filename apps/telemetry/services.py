@@ -946,7 +946,11 @@ def rollup_hours(*, now: datetime | None = None, hours: int = 2, method: str = "
         method = "sql" if connection.vendor == "postgresql" else "python"
     if method == "sql":
         with transaction.atomic(), connection.cursor() as cursor:
-            params = {"start": start, "end": start + timedelta(hours=hours), "max_gap_s": max_gap_s}
+            params: dict[str, datetime | float] = {
+                "start": start,
+                "end": start + timedelta(hours=hours),
+                "max_gap_s": max_gap_s,
+            }
             cursor.execute(_ROLLUP, params)
             return max(0, cursor.rowcount)
     qs = (
