@@ -1,5 +1,7 @@
 """Current findings: one row per (container, window) with every report field, written by services.refresh_findings
-after each collection, read by pages, CSV and API without recomputing anything."""
+after each collection, read by pages, CSV and API without recomputing anything but the pod page's explanation, which
+selectors.explanation() rebuilds from the stored figures (kilobytes of text per row, rewritten every cycle, made a
+1,000-node refresh write 300 MB)."""
 
 from __future__ import annotations
 
@@ -50,7 +52,11 @@ class Finding(models.Model):
         max_length=200, blank=True, help_text="',kind,kind,' for filtering by recommendation kind."
     )
     severity_rank = models.SmallIntegerField(default=9, help_text="0 critical, 1 warning, 2 info, 9 none.")
-    explanation = models.TextField(blank=True)
+    # What the explanation needs beyond the report's figures.
+    covered_seconds = models.FloatField(null=True, help_text="Time the window's used samples span.")
+    gaps_ignored = models.IntegerField(default=0, help_text="Samples left out for following a gap in collection.")
+    usage_active_mcpu = models.FloatField(null=True, help_text="Lifetime figures: CPU per period the container ran.")
+    node_total_shares = models.BigIntegerField(null=True, help_text="cpu.shares of every pod on the node.")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["container", "window"], name="finding_once_per_window")]

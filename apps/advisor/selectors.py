@@ -12,7 +12,11 @@ from django.db.models import QuerySet
 
 from apps.clusters.models import Cluster
 
+from .explain import explain_paragraphs
+from .kernel import kernel_verdict
 from .models import Finding, Window
+from .rules import ContainerFacts, Policy, Recommendation
+from .windows import WindowSummary
 
 # Report row fields, in the contract's order: JSON keys and CSV columns.
 REPORT_FIELDS = (
@@ -75,7 +79,7 @@ RECOMMENDATION_KEYS = (
     "suggested_limit_mcpu",
 )
 
-REPORT_UNUSED = ("explanation", "container__pod__node__probe")
+REPORT_UNUSED = ("container__pod__node__probe",)
 
 RECOMMENDATION_KINDS = (
     "upgrade_kernel",
@@ -104,7 +108,7 @@ def findings(
     """
     from django.db.models import F
 
-    # A report row never shows the explanation (kilobytes of text per row) nor the node's probe figures.
+    # A report row never shows the node's probe figures.
     qs = (
         Finding.objects.filter(cluster=cluster, window=window)
         .select_related("container", "container__pod", "container__pod__node", "cluster")
@@ -196,3 +200,61 @@ def _number(value: float | None) -> float | int | None:
     if value is None:
         return None
     return int(value) if float(value).is_integer() else value
+
+
+def explanation(finding: Finding, policy: Policy | None = None) -> tuple[str, ...]:
+    """The finding's explanation paragraphs, rebuilt from what the finding stores and its container and node (loaded
+    with it: select_related "container__pod__node") — the same text the advisor would have written at refresh.
+
+    Request, limit and node figures are the current ones: after a resize they may be newer than the finding's.
+    """
+    from apps.clusters.kubelet import DEFAULT_PERIOD_US
+
+    from .services import policy_from_settings
+
+    container = finding.container
+    node = container.pod.node
+    summary = WindowSummary(
+        window_start=finding.window_start,
+        window_end=finding.window_end,
+        periods=finding.periods,
+        throttled_periods=finding.throttled_periods,
+        throttle_ratio=finding.throttle_ratio,
+        throttled_seconds_per_second=finding.throttled_seconds_per_second,
+        usage_avg_mcpu=finding.usage_avg_mcpu,
+        usage_p95_mcpu=finding.usage_p95_mcpu,
+        usage_p99_mcpu=None,
+        usage_max_mcpu=finding.usage_max_mcpu,
+        threads_max=finding.threads,
+        samples=finding.samples,
+        covered_seconds=finding.covered_seconds,
+        lifetime=finding.lifetime,
+        gaps_ignored=finding.gaps_ignored,
+        usage_active_mcpu=finding.usage_active_mcpu,
+    )
+    facts = ContainerFacts(
+        window=summary,
+        request_mcpu=container.request_mcpu,
+        limit_mcpu=container.limit_mcpu,
+        period_us=finding.period_us or DEFAULT_PERIOD_US,
+        node_cpus=int(finding.node_cpus) if finding.node_cpus else None,
+        node_allocatable_mcpu=node.allocatable_mcpu if node else None,
+        cpu_manager_policy=node.cpu_manager_policy if node else "",
+        qos_class=container.pod.qos_class,
+        kernel=kernel_verdict(finding.kernel_version) if finding.kernel_version else None,
+        shares_floor_mcpu=finding.shares_floor_mcpu,
+        node_total_shares=finding.node_total_shares,
+        cfs_slice_us=node.cfs_slice_us if node else None,
+    )
+    recommendations = [
+        Recommendation(
+            kind=r["kind"],
+            severity=r["severity"],
+            summary=r["summary"],
+            detail=r["detail"],
+            suggested_request_mcpu=r.get("suggested_request_mcpu"),
+            suggested_limit_mcpu=r.get("suggested_limit_mcpu"),
+        )
+        for r in finding.recommendations
+    ]
+    return explain_paragraphs(facts, recommendations, policy or policy_from_settings())

@@ -1,8 +1,8 @@
 """From stored series to current findings: one Finding per (container, window), written after each collection.
 
 Reads raw samples for the 1-hour window and hourly rollups for 24 h and 7 d (the last two hours are rolled up
-first, so a fresh collection is in them), feeds the pure core (windows, cfs, kernel, rules, explain) and replaces
-the cluster's findings in bulk.
+first, so a fresh collection is in them), feeds the pure core (windows, cfs, kernel, rules) and replaces the
+cluster's findings in bulk. The explanation is not stored: selectors.explanation() rebuilds it for the pod page.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import JSONField
+from django.db.models import Count, Q
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
@@ -25,7 +25,6 @@ from apps.telemetry.models import HourlyRollup
 from apps.telemetry.services import rollup_hours
 
 from .cfs import SharesFloor, container_shares_floor, pod_shares_floor, quota_ceiling_mcpu
-from .explain import explain
 from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
 from .rules import ContainerFacts, Policy, Recommendation, advise
@@ -81,42 +80,86 @@ class _Static:
 
 
 CHUNK = 2000  # containers computed and written together: memory stays bounded whatever the cluster's size
+PART_CONTAINERS = 10_000  # about this many containers per refresh part (one Celery task each, in parallel)
+
+
+@dataclass(frozen=True)
+class RefreshPart:
+    """Some of a cluster's nodes, whose containers one task refreshes; `nodeless` adds pods not on any node."""
+
+    node_ids: tuple[int, ...]
+    nodeless: bool = False
 
 
 def refresh_findings(
     cluster: Cluster, *, now: datetime | None = None, windows: Iterable[str] = tuple(Window.values)
 ) -> int:
-    """Recompute the cluster's findings for the given windows; returns rows written.
+    """Recompute the cluster's findings for the given windows, in this process; returns rows written."""
+    now = now or timezone.now()
+    windows = list(windows)
+    prepare_refresh(cluster, now=now, windows=windows)
+    return refresh_part(cluster, None, now=now, windows=windows)
+
+
+def prepare_refresh(cluster: Cluster, *, now: datetime, windows: Iterable[str] = tuple(Window.values)) -> None:
+    """What a refresh does once before its parts: roll up the current hour (and in its first minutes the previous
+    one, whose last samples came in after its last rollup — the beat's rollup task completes it in any case), and
+    delete the findings of pods no longer seen in a window (containers deleted altogether took theirs with them)."""
+    rollup_hours(now=now, hours=2 if now.minute < 10 else 1)
+    with transaction.atomic():
+        for window in windows:
+            start = now - timedelta(seconds=WINDOW_SECONDS[Window(window)])
+            Finding.objects.filter(cluster=cluster, window=window, container__pod__last_seen__lt=start).delete()
+            Finding.objects.filter(cluster=cluster, window=window, container__pod__last_seen__isnull=True).delete()
+
+
+def refresh_parts(cluster: Cluster, *, now: datetime, size: int = PART_CONTAINERS) -> list[RefreshPart]:
+    """The cluster's nodes in groups of about `size` containers (a node is never split: its pods' shares floors
+    are computed together); the first part also takes the pods not on a node."""
+    since = now - timedelta(seconds=max(WINDOW_SECONDS.values()))
+    counts = (
+        Container.objects.filter(pod__cluster=cluster, pod__last_seen__gte=since, pod__node__isnull=False)
+        .values_list("pod__node_id")
+        .annotate(n=Count("id"))
+        .order_by("pod__node_id")
+    )
+    parts: list[RefreshPart] = []
+    group: list[int] = []
+    held = 0
+    for node_id, n in counts:
+        if group and held + n > size:
+            parts.append(RefreshPart(tuple(group), nodeless=not parts))
+            group, held = [], 0
+        group.append(node_id)
+        held += n
+    parts.append(RefreshPart(tuple(group), nodeless=not parts))
+    return parts
+
+
+def refresh_part(
+    cluster: Cluster, part: RefreshPart | None, *, now: datetime, windows: Iterable[str] = tuple(Window.values)
+) -> int:
+    """Recompute the findings of the part's containers (all of the cluster's for None); returns rows written.
 
     Containers are taken CHUNK at a time: their static facts once, then each window's summaries, advice and rows
     (a 1,000-node cluster held 60,000 containers' samples at once before, 1.4 GB in a worker).
     """
-    now = now or timezone.now()
     policy = policy_from_settings()
-    # The current hour, and in its first minutes the previous one too (its last samples came in after its last
-    # rollup); the beat's rollup task (every 5 minutes, two hours) completes it in any case.
-    rollup_hours(now=now, hours=2 if now.minute < 10 else 1)
     windows = list(windows)
     starts = {window: now - timedelta(seconds=WINDOW_SECONDS[Window(window)]) for window in windows}
     written = 0
-    for statics in _static_facts(cluster, min(starts.values())):
+    for statics in _static_facts(cluster, min(starts.values()), part):
         for window in windows:
             start = starts[window]
             current = {cid: s for cid, s in statics.items() if s.pod_last_seen is not None and s.pod_last_seen >= start}
             summaries = _summaries(current, window, start, now)
-            findings = []
+            rows = []
             for container_id, static in current.items():
                 summary = summaries.get(container_id) or _empty_window(start, now)
                 facts = replace(static.facts, window=summary)
-                recommendations = advise(facts, policy)
-                findings.append(_finding(cluster, window, now, static, facts, recommendations, policy))
-            _write_findings(findings)
-            written += len(findings)
-    # Findings of pods no longer seen in a window go; containers deleted altogether take theirs with them.
-    with transaction.atomic():
-        for window, start in starts.items():
-            Finding.objects.filter(cluster=cluster, window=window, container__pod__last_seen__lt=start).delete()
-            Finding.objects.filter(cluster=cluster, window=window, container__pod__last_seen__isnull=True).delete()
+                rows.append(_finding_row(cluster.pk, window, now, static, facts, advise(facts, policy)))
+            _write_findings(rows)
+            written += len(rows)
     return written
 
 
@@ -141,24 +184,31 @@ _NODE_FIELDS = (
 )
 
 
-def _static_facts(cluster: Cluster, since: datetime) -> Iterator[dict[int, _Static]]:
-    """Containers of pods seen since `since`, CHUNK at a time, with their node, shares floor and ceiling."""
-    nodes = {row[0]: row for row in Node.objects.filter(cluster=cluster).values_list(*_NODE_FIELDS)}
+def _static_facts(cluster: Cluster, since: datetime, part: RefreshPart | None = None) -> Iterator[dict[int, _Static]]:
+    """Containers of pods seen since `since` (on the part's nodes), CHUNK at a time, with their node, shares floor
+    and ceiling."""
+    node_rows = Node.objects.filter(cluster=cluster)
+    on_nodes = Container.objects.filter(pod__cluster=cluster, pod__node__isnull=False)
+    seen = Container.objects.filter(pod__cluster=cluster, pod__last_seen__gte=since)
+    if part is not None:
+        node_rows = node_rows.filter(id__in=part.node_ids)
+        on_nodes = on_nodes.filter(pod__node_id__in=part.node_ids)
+        in_part = (
+            Q(pod__node_id__in=part.node_ids) | Q(pod__node__isnull=True)
+            if part.nodeless
+            else Q(pod__node_id__in=part.node_ids)
+        )
+        seen = seen.filter(in_part)
+    nodes = {row[0]: row for row in node_rows.values_list(*_NODE_FIELDS)}
     verdicts = {kv: kernel_verdict(kv) for kv in {row[3] for row in nodes.values() if row[3]}}
     # The floor divides a node among every pod on it, not only the ones in the window's report.
     pod_requests: dict[int, dict[int, int]] = defaultdict(dict)  # node id → pod id → summed request
     siblings: dict[int, list[int | None]] = defaultdict(list)  # pod id → container requests
-    for node_id, pod_id, request in Container.objects.filter(pod__cluster=cluster, pod__node__isnull=False).values_list(
-        "pod__node_id", "pod_id", "request_mcpu"
-    ):
+    for node_id, pod_id, request in on_nodes.values_list("pod__node_id", "pod_id", "request_mcpu"):
         pod_requests[node_id][pod_id] = pod_requests[node_id].get(pod_id, 0) + (request or 0)
         siblings[pod_id].append(request)
     pod_floors: dict[int, SharesFloor] = {}
-    rows = (
-        Container.objects.filter(pod__cluster=cluster, pod__last_seen__gte=since)
-        .order_by("pod_id", "name")
-        .values_list(*_CONTAINER_FIELDS)
-    )
+    rows = seen.order_by("pod_id", "name").values_list(*_CONTAINER_FIELDS)
     statics: dict[int, _Static] = {}
     for cid, pod_id, namespace, last_seen, node_id, qos_class, request, limit, stored_period in rows.iterator(
         chunk_size=CHUNK
@@ -317,92 +367,135 @@ def _latest_sample_rows(ids: list[int], before: datetime) -> list[tuple]:
         return cursor.fetchall()
 
 
-def _write_findings(findings: list[Finding]) -> None:
-    """Insert or replace findings by (container, window).
+# The columns _finding_row fills, in its order: every Finding column but the id.
+FINDING_COLUMNS = (
+    "container_id",
+    "cluster_id",
+    "namespace",
+    "window",
+    "computed_at",
+    "window_start",
+    "window_end",
+    "lifetime",
+    "node_cpus",
+    "shares",
+    "shares_floor_mcpu",
+    "quota_ceiling_mcpu",
+    "period_us",
+    "usage_avg_mcpu",
+    "usage_p95_mcpu",
+    "usage_max_mcpu",
+    "throttle_ratio",
+    "throttled_seconds_per_second",
+    "periods",
+    "throttled_periods",
+    "threads",
+    "samples",
+    "kernel_version",
+    "kernel_verdict",
+    "kernel_bug",
+    "recommendations",
+    "kinds",
+    "severity_rank",
+    "covered_seconds",
+    "gaps_ignored",
+    "usage_active_mcpu",
+    "node_total_shares",
+)
+_JSON_COLUMNS = frozenset({"recommendations"})
+
+
+def _write_findings(rows: list[tuple]) -> None:
+    """Insert or replace findings by (container, window); rows are tuples in FINDING_COLUMNS order.
 
     PostgreSQL: COPY into a temporary table and one INSERT … ON CONFLICT DO UPDATE — bulk_create's VALUES list of
-    60,000 parameters per 2,000 rows spent most of a refresh's 23 s of writing in parsing. Elsewhere bulk_create.
+    60,000 parameters per 2,000 rows spent most of a refresh's 23 s of writing in parsing, and building a model
+    instance per row took a tenth of the refresh again. Elsewhere bulk_create.
     """
-    if not findings:
+    if not rows:
         return
-    fields = [f for f in Finding._meta.concrete_fields if f.name != "id"]
     if connection.vendor != "postgresql":
         Finding.objects.bulk_create(
-            findings,
+            [Finding(**dict(zip(FINDING_COLUMNS, row, strict=True))) for row in rows],
             batch_size=500,
             update_conflicts=True,
             unique_fields=["container", "window"],
-            update_fields=[f.name for f in fields if f.name not in {"container", "window"}],
+            update_fields=[c.removesuffix("_id") for c in FINDING_COLUMNS if c not in {"container_id", "window"}],
         )
         return
     quote = connection.ops.quote_name
-    names = [quote(f.column or f.name) for f in fields]
+    names = [quote(c) for c in FINDING_COLUMNS]
     columns = ", ".join(names)
     updates = ", ".join(
         f"{name} = excluded.{name}"
-        for f, name in zip(fields, names, strict=True)
-        if f.name not in {"container", "window"}
+        for c, name in zip(FINDING_COLUMNS, names, strict=True)
+        if c not in {"container_id", "window"}
     )
+    json_at = [i for i, c in enumerate(FINDING_COLUMNS) if c in _JSON_COLUMNS]
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"CREATE TEMP TABLE IF NOT EXISTS finding_load ON COMMIT DELETE ROWS AS "  # noqa: S608 - constant columns
             f"SELECT {columns} FROM advisor_finding WITH NO DATA"
         )
-        # Plain attribute values (JSON wrapped for jsonb): Django's get_db_prep_save per value took 3.3 s a refresh.
-        attnames = [(f.attname, isinstance(f, JSONField)) for f in fields]
         with cursor.cursor.copy(f"COPY finding_load ({columns}) FROM STDIN") as copy:
-            for finding in findings:
-                copy.write_row(
-                    [Jsonb(getattr(finding, a)) if is_json else getattr(finding, a) for a, is_json in attnames]
-                )
+            for row in rows:
+                values = list(row)
+                for i in json_at:
+                    values[i] = Jsonb(values[i])
+                copy.write_row(values)
         cursor.execute(
             f"INSERT INTO advisor_finding ({columns}) SELECT {columns} FROM finding_load "  # noqa: S608 - constant columns
-            f"ON CONFLICT (container_id, {quote('window')}) DO UPDATE SET {updates}"
+            f"ON CONFLICT (container_id, {quote('window')}) DO UPDATE SET {updates} "
+            # Parts of two refreshes may overlap on a busy queue: the older never overwrites the newer.
+            f"WHERE advisor_finding.computed_at <= excluded.computed_at"
         )
         cursor.execute("TRUNCATE finding_load")
 
 
-def _finding(
-    cluster: Cluster,
+def _finding_row(
+    cluster_id: int,
     window: str,
     now: datetime,
     static: _Static,
     facts: ContainerFacts,
     recommendations: tuple[Recommendation, ...],
-    policy: Policy,
-) -> Finding:
+) -> tuple:
+    """One finding as a row in FINDING_COLUMNS order."""
     summary = facts.window
     kernel = facts.kernel
-    return Finding(
-        container_id=static.container_id,
-        cluster=cluster,
-        namespace=static.namespace,
-        window=window,
-        computed_at=now,
-        window_start=summary.window_start,
-        window_end=summary.window_end,
-        lifetime=summary.lifetime,
-        node_cpus=static.node_cpus,
-        shares=static.shares,
-        shares_floor_mcpu=facts.shares_floor_mcpu,
-        quota_ceiling_mcpu=static.quota_ceiling_mcpu,
-        period_us=facts.period_us if static.quota_ceiling_mcpu is not None else static.stored_period_us,
-        usage_avg_mcpu=summary.usage_avg_mcpu,
-        usage_p95_mcpu=summary.usage_p95_mcpu,
-        usage_max_mcpu=summary.usage_max_mcpu,
-        throttle_ratio=summary.throttle_ratio,
-        throttled_seconds_per_second=summary.throttled_seconds_per_second,
-        periods=summary.periods,
-        throttled_periods=summary.throttled_periods,
-        threads=summary.threads_max,
-        samples=summary.samples,
-        kernel_version=static.kernel_version,
-        kernel_verdict=kernel.verdict if kernel else "",
-        kernel_bug=(kernel.bug or "") if kernel else "",
-        recommendations=[recommendation_dict(r) for r in recommendations],
-        kinds="," + ",".join(r.kind for r in recommendations) + "," if recommendations else "",
-        severity_rank=min((SEVERITY_RANK[r.severity] for r in recommendations), default=9),
-        explanation=explain(facts, recommendations, policy),
+    return (
+        static.container_id,
+        cluster_id,
+        static.namespace,
+        window,
+        now,
+        summary.window_start,
+        summary.window_end,
+        summary.lifetime,
+        static.node_cpus,
+        static.shares,
+        facts.shares_floor_mcpu,
+        static.quota_ceiling_mcpu,
+        facts.period_us if static.quota_ceiling_mcpu is not None else static.stored_period_us,
+        summary.usage_avg_mcpu,
+        summary.usage_p95_mcpu,
+        summary.usage_max_mcpu,
+        summary.throttle_ratio,
+        summary.throttled_seconds_per_second,
+        summary.periods,
+        summary.throttled_periods,
+        summary.threads_max,
+        summary.samples,
+        static.kernel_version,
+        kernel.verdict if kernel else "",
+        (kernel.bug or "") if kernel else "",
+        [recommendation_dict(r) for r in recommendations],
+        "," + ",".join(r.kind for r in recommendations) + "," if recommendations else "",
+        min((SEVERITY_RANK[r.severity] for r in recommendations), default=9),
+        summary.covered_seconds,
+        summary.gaps_ignored,
+        summary.usage_active_mcpu,
+        facts.node_total_shares,
     )
 
 

@@ -22,7 +22,7 @@ from django.utils import timezone
 from apps.advisor.cfs import pod_shares_floor
 from apps.advisor.kernel import KernelVerdict, kernel_verdict
 from apps.advisor.models import WINDOW_SECONDS, Finding, Window
-from apps.advisor.selectors import findings, report_row
+from apps.advisor.selectors import explanation, findings, report_row
 from apps.clusters.kubelet import shares_from_request_mcpu
 from apps.clusters.models import Cluster, Container, Node, Pod
 from apps.collector.models import CollectionRun
@@ -380,6 +380,7 @@ class ContainerDetail:
     finding: Finding | None
     row: dict[str, Any] | None
     points: list[SeriesPoint] = field(default_factory=list)
+    explanation: tuple[str, ...] = ()  # paragraphs
 
 
 @dataclass(frozen=True)
@@ -417,6 +418,7 @@ def pod_detail(pod: Pod, *, window: str = Window.HOUR, now: datetime | None = No
                 finding=finding,
                 row=report_row(finding) if finding else None,
                 points=series.get(c.pk, []),
+                explanation=explanation(finding) if finding else (),
             )
         )
     return PodDetail(pod, details, since, until, resolution)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -97,3 +97,71 @@ def test_a_container_seen_once_gets_lifetime_figures_and_advice_from_them():
     raise_limit = next(r for r in found.recommendations if r["kind"] == "raise_limit")
     assert raise_limit["suggested_limit_mcpu"] == 100  # max(80 × 1.2, 80 × 1.2) = 96 → rounded up to 100
     assert "lifetime" in raise_limit["detail"] or "since" in raise_limit["detail"]
+    # The pod page's explanation, rebuilt from the finding, says where these figures come from and what it used.
+    from apps.advisor.selectors import explanation
+
+    paragraphs = explanation(Finding.objects.select_related("container__pod__node").get(pk=found.pk))
+    assert paragraphs[0].startswith("Only one reading so far") and "lifetime" in paragraphs[0]
+    assert any(p.startswith("Usage: 80m on average over the periods it ran") for p in paragraphs), paragraphs
+
+
+def test_the_pod_pages_explanation_rebuilt_from_a_finding_is_the_one_the_advisor_would_write(monkeypatch):
+    """Findings do not store the explanation (kilobytes per row, rewritten every cycle): selectors.explanation()
+    rebuilds it from the stored figures. For every container and window it must equal the text made from the
+    advisor's own facts at refresh time — throttled, unlimited, BestEffort, on an affected and a fixed kernel."""
+    from apps.advisor import services
+    from apps.advisor.explain import explain_paragraphs
+    from apps.advisor.selectors import explanation
+
+    written: dict[tuple[int, str], tuple[str, ...]] = {}
+    row = services._finding_row
+
+    def recording_row(cluster_id, window, now, static, facts, recommendations):
+        written[(static.container_id, window)] = explain_paragraphs(
+            facts, recommendations, services.policy_from_settings()
+        )
+        return row(cluster_id, window, now, static, facts, recommendations)
+
+    monkeypatch.setattr(services, "_finding_row", recording_row)
+    clusters = [build_cluster("affected", minutes=30, step_s=60, now=NOW, kernel="4.19.76"),
+                build_cluster("fixed", minutes=30, step_s=60, now=NOW, kernel="5.15.0-1034-aws")]  # fmt: skip
+    findings = Finding.objects.filter(cluster__in=clusters).select_related("container__pod__node")
+    assert len(findings) == len(written) > 20
+    for f in findings:
+        assert explanation(f) == written[(f.container_id, f.window)], (f.container.pod.name, f.window)
+    assert any("Why raise limit" in p for text in written.values() for p in text)
+    assert any(p.startswith("Floor: no CPU request") for text in written.values() for p in text)
+
+
+def test_findings_columns_are_the_model_columns():
+    from apps.advisor.services import FINDING_COLUMNS
+
+    assert set(FINDING_COLUMNS) == {f.attname for f in Finding._meta.concrete_fields if f.name != "id"}
+
+
+def test_a_refresh_in_parts_writes_what_one_refresh_writes_and_an_older_part_never_overwrites_a_newer():
+    """The Celery refresh sends a task per part of the nodes (every worker process takes a share): the parts
+    together cover every container once, including pods on no node, and give the same findings."""
+    from apps.advisor.services import prepare_refresh, refresh_findings, refresh_part, refresh_parts
+    from apps.clusters.models import Pod
+    from tests.builders import build_cluster
+
+    cluster = build_cluster("parts", minutes=30, step_s=60, now=NOW, kernel="4.19.76")
+    Pod.objects.filter(cluster=cluster, name="batch-0").update(node=None)  # scheduled nowhere any more
+    fields = ("container_id", "window", "throttle_ratio", "usage_p95_mcpu", "shares_floor_mcpu", "recommendations")
+
+    def stored() -> list[tuple]:
+        return list(Finding.objects.filter(cluster=cluster).order_by("container_id", "window").values_list(*fields))
+
+    refresh_findings(cluster, now=NOW)
+    whole = stored()
+    Finding.objects.all().delete()
+    parts = refresh_parts(cluster, now=NOW, size=3)
+    assert len(parts) == 2 and parts[0].nodeless and not parts[1].nodeless  # two nodes, never split
+    prepare_refresh(cluster, now=NOW)
+    assert sum(refresh_part(cluster, part, now=NOW) for part in parts) == len(whole)
+    assert stored() == whole
+
+    older = NOW - timedelta(minutes=5)
+    refresh_part(cluster, parts[1], now=older)  # a part of an earlier refresh, late
+    assert set(Finding.objects.filter(cluster=cluster).values_list("computed_at", flat=True)) == {NOW}

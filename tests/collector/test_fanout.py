@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from apps.advisor.models import Finding
+from apps.advisor.models import Finding, Window
+from apps.clusters.models import Container
 from apps.clusters.services import register_cluster
 from apps.collector.apiserver_standin import ApiServerStandin, Faults
 from apps.collector.models import CollectionRun
@@ -51,5 +52,10 @@ def test_a_cycle_on_a_real_worker_stores_every_healthy_node_and_reports_the_fail
         assert failed.node == broken and "HTTP 500" in failed.error
         stored = set(Sample.objects.values_list("container__pod__node__name", flat=True).distinct())
         assert stored == set(server.node_names) - {broken}
-        # The last node to report enqueues the advisor: findings appear without anyone asking.
-        assert wait_for(lambda: Finding.objects.filter(cluster=cluster).exists(), 30)
+        # The last node to report enqueues the advisor: findings appear without anyone asking, computed in parts
+        # (a task per group of nodes), for every container and window — the broken node's too, from the inventory.
+        expected = len(Window.values) * Container.objects.filter(pod__cluster=cluster).count()
+        assert wait_for(lambda: Finding.objects.filter(cluster=cluster).count() == expected, 30), (
+            Finding.objects.filter(cluster=cluster).count(),
+            expected,
+        )

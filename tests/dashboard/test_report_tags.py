@@ -9,7 +9,7 @@ from django.template import Context, Template
 from django.test import RequestFactory
 from django.utils import timezone
 
-from apps.dashboard.templatetags.report_tags import age, mcpu, paragraphs, pct, ratio_level
+from apps.dashboard.templatetags.report_tags import age, mcpu, pct, ratio_level
 
 
 @pytest.mark.parametrize(
@@ -29,10 +29,6 @@ def test_millicores_carry_their_unit_and_unknown_is_a_dash_not_zero() -> None:
 )
 def test_ratio_cells_are_over_only_above_the_target(ratio: float | None, level: str) -> None:
     assert ratio_level(ratio, 0.1) == level
-
-
-def test_the_explanation_splits_on_blank_lines() -> None:
-    assert paragraphs("Floor: a.\n\nCeiling: b.\nstill b.\n\n\n") == ["Floor: a.", "Ceiling: b.\nstill b."]
 
 
 def test_ages_are_short_and_say_past_or_future() -> None:

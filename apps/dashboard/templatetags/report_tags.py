@@ -62,12 +62,6 @@ def kind_label(kind: str) -> str:
 
 
 @register.filter
-def paragraphs(text: str) -> list[str]:
-    """Split the advisor's explanation (paragraphs separated by blank lines) for <p> tags."""
-    return [p.strip() for p in (text or "").split("\n\n") if p.strip()]
-
-
-@register.filter
 def cpus(mcpu_value: int | None) -> str:
     """Millicores as CPUs: 16000 → "16", 1500 → "1.5"."""
     if mcpu_value is None:
