@@ -523,6 +523,12 @@ def print_json(
         line(f"scale_{nodes}_nodes_pg_bytes_per_cycle", sum(size for _, size in cycle.added.values()) / 2**20, "MB",
              None, None)  # fmt: skip
         line(f"scale_{nodes}_nodes_first_cycle_wall", first[nodes].total_s, "s", None, None)
+        # What sizing needs: CPU per node per cycle, collection and advisor refresh together.
+        for who in ("workers", "postgres", "simulator"):
+            line(f"scale_{nodes}_nodes_{who}_cpu_per_node", cycle.cpu.get(who, 0.0) / nodes * 1000, "ms", None, None)
+        added_samples = cycle.added.get("samples")
+        if added_samples and added_samples[0]:
+            line(f"scale_{nodes}_nodes_sample_bytes", added_samples[1] / added_samples[0], "bytes/sample", None, None)
         line(f"scale_{nodes}_nodes_simulator_scrapes_per_second", rates[nodes], "scrapes/s", None, None)
         for page, (p50, p95, _size) in pages.get(nodes, {}).items():
             line(f"scale_{nodes}_nodes_{page}_p95_ms", p95, "ms", 300, None)
