@@ -118,3 +118,19 @@ def test_unordered_readings_in_one_batch_are_applied_in_time_order():
     ingest(cluster, Batch(pods=[f.pod_info()], readings=readings))
 
     assert [s.periods_delta for s in stored()] == [None, 100, 100]
+
+
+def test_pods_are_upserted_a_chunk_at_a_time_and_all_land(monkeypatch):
+    """A 150,000-pod inventory is written 5,000 pods at a time (bounded memory); chunks must not lose or mix pods."""
+    from apps.telemetry import services
+
+    monkeypatch.setattr(services, "UPSERT_CHUNK_PODS", 5)
+    cluster = f.cluster()
+    pods = [f.pod_info(f"web-{i}", containers=1 + i % 3) for i in range(12)]
+    ingest(cluster, Batch(nodes=[f.node_info()], pods=pods))
+    ingest(cluster, Batch(nodes=[f.node_info()], pods=pods))  # and again: updated in place, not duplicated
+
+    stored_pods = {p.name: p for p in Pod.objects.filter(cluster=cluster)}
+    assert sorted(stored_pods) == sorted(p.name for p in pods)
+    for pod in pods:
+        assert {c.name for c in Container.objects.filter(pod=stored_pods[pod.name])} == {c.name for c in pod.containers}
