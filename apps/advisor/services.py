@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 from apps.clusters.kubelet import DEFAULT_PERIOD_US, quota_us_from_limit_mcpu, shares_from_request_mcpu
 from apps.clusters.models import Cluster, Container, Node
 from apps.telemetry.models import HourlyRollup
-from apps.telemetry.services import rollup_hours
+from apps.telemetry.services import analyze_tables, rollup_hours
 
 from .cfs import SharesFloor, container_shares_floor, pod_shares_floor, quota_ceiling_mcpu
 from .kernel import kernel_verdict
@@ -111,6 +111,10 @@ def prepare_refresh(cluster: Cluster, *, now: datetime, windows: Iterable[str] =
             start = now - timedelta(seconds=WINDOW_SECONDS[Window(window)])
             Finding.objects.filter(cluster=cluster, window=window, container__pod__last_seen__lt=start).delete()
             Finding.objects.filter(cluster=cluster, window=window, container__pod__last_seen__isnull=True).delete()
+    # Planner statistics for the pages' reads (the previous refresh wrote as many rows as this one will). Without
+    # them, on a machine without autovacuum, a 15,800-container namespace report joined every finding of the
+    # namespace in nested loops before sorting: 710 ms instead of 270 ms.
+    analyze_tables("advisor_finding")
 
 
 def refresh_parts(cluster: Cluster, *, now: datetime, size: int = PART_CONTAINERS) -> list[RefreshPart]:
