@@ -55,6 +55,8 @@ os.environ.setdefault("DEBUG", "1")  # static files without collectstatic; timin
 os.environ.setdefault("CPUTUNE_NODE_TIMEOUT", "10")
 # Node tasks expire after 0.9 × the interval: a cycle longer than the interval would lose its tail.
 os.environ.setdefault("CPUTUNE_COLLECT_INTERVAL", "3600")
+# Every cycle refreshes all three windows (the worst case; by default 24 h and 7 d follow every 10 minutes).
+os.environ.setdefault("CPUTUNE_LONG_WINDOW_REFRESH", "0")
 
 CLUSTER = "bench-scale"
 TARGET_1000_S = 60.0

@@ -245,6 +245,9 @@ CPUTUNE_RETENTION_RAW_DAYS = env_int("CPUTUNE_RETENTION_RAW_DAYS", 8, minimum=1)
 CPUTUNE_RETENTION_ROLLUP_DAYS = env_int("CPUTUNE_RETENTION_ROLLUP_DAYS", 90, minimum=1)  # hourly rollups
 CPUTUNE_THROTTLE_TARGET = env_float("CPUTUNE_THROTTLE_TARGET", 0.10, low=0.001, high=0.99)
 CPUTUNE_NODE_TIMEOUT = env_int("CPUTUNE_NODE_TIMEOUT", 20, minimum=1)  # seconds for one kubelet scrape
+# Seconds between refreshes of the 24 h and 7 d findings (the 1 h ones follow every collection): with a week of
+# history they read 24 + 168 hourly rollups per container, most of a refresh's time (benchmarks/bench_storage.py).
+CPUTUNE_LONG_WINDOW_REFRESH = env_int("CPUTUNE_LONG_WINDOW_REFRESH", 600, minimum=0)
 CPUTUNE_ADMIN_USER = os.environ.get("CPUTUNE_ADMIN_USER", "admin")
 CPUTUNE_LAB_ROOT = os.environ.get("CPUTUNE_LAB_ROOT", "cputune-lab")  # under the cpu controller's mount
 

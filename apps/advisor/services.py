@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
@@ -99,6 +99,18 @@ def refresh_findings(
     windows = list(windows)
     prepare_refresh(cluster, now=now, windows=windows)
     return refresh_part(cluster, None, now=now, windows=windows)
+
+
+def windows_due(cluster: Cluster, *, now: datetime) -> list[str]:
+    """The windows a scheduled refresh recomputes: 1 h always, 24 h and 7 d when their findings are older than
+    CPUTUNE_LONG_WINDOW_REFRESH seconds (or missing). With a week of history the long windows read 192 hourly
+    rollups per container and took most of a refresh; their figures move little from one minute to the next."""
+    due = [str(Window.HOUR)]
+    for window in (Window.DAY, Window.WEEK):
+        latest = Finding.objects.filter(cluster=cluster, window=window).aggregate(latest=Max("computed_at"))["latest"]
+        if latest is None or (now - latest).total_seconds() >= settings.CPUTUNE_LONG_WINDOW_REFRESH:
+            due.append(str(window))
+    return due
 
 
 def prepare_refresh(cluster: Cluster, *, now: datetime, windows: Iterable[str] = tuple(Window.values)) -> None:

@@ -165,3 +165,18 @@ def test_a_refresh_in_parts_writes_what_one_refresh_writes_and_an_older_part_nev
     older = NOW - timedelta(minutes=5)
     refresh_part(cluster, parts[1], now=older)  # a part of an earlier refresh, late
     assert set(Finding.objects.filter(cluster=cluster).values_list("computed_at", flat=True)) == {NOW}
+
+
+def test_scheduled_refreshes_recompute_the_long_windows_every_ten_minutes_and_the_hour_every_time(settings):
+    from apps.advisor.services import refresh_findings, windows_due
+    from tests.builders import build_cluster
+
+    cluster = build_cluster("due", minutes=30, step_s=60, now=NOW, kernel="4.19.76")
+    refresh_findings(cluster, now=NOW)
+    assert windows_due(cluster, now=NOW + timedelta(seconds=60)) == ["1h"]
+    assert windows_due(cluster, now=NOW + timedelta(seconds=600)) == ["1h", "24h", "7d"]
+    settings.CPUTUNE_LONG_WINDOW_REFRESH = 0
+    assert windows_due(cluster, now=NOW + timedelta(seconds=60)) == ["1h", "24h", "7d"]
+    Finding.objects.filter(cluster=cluster, window="7d").delete()  # never computed: due at once
+    settings.CPUTUNE_LONG_WINDOW_REFRESH = 600
+    assert windows_due(cluster, now=NOW + timedelta(seconds=60)) == ["1h", "7d"]
