@@ -36,6 +36,7 @@ os.environ.setdefault("DEBUG", "1")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cputune_bench")
 
 import bench_pages  # noqa: E402 - the data builder shared with the pages benchmark
+from common import ensure_database  # noqa: E402 - next to this script
 
 SERIES_TARGET_MS = 200.0
 
@@ -86,7 +87,7 @@ def main() -> None:
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed: apt-get install wrk")
 
-    bench_pages.ensure_database(os.environ["DATABASE_URL"])
+    ensure_database(os.environ["DATABASE_URL"])
     import django
 
     django.setup()

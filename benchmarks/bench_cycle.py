@@ -24,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from common import ensure_database  # noqa: E402 - next to this script
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cputune.settings")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cputune_bench")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/9")
@@ -40,15 +42,6 @@ with ApiServerStandin(sys.argv[1], replicas=int(sys.argv[2])) as server:
     while True:
         time.sleep(3600)
 """
-
-
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def peak_rss_mb(root_pid: int) -> float:

@@ -17,7 +17,6 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -25,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from common import ensure_database, time_get  # noqa: E402 - next to this script
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cputune.settings")
 os.environ.setdefault("DEBUG", "1")  # static files without collectstatic; timing runs with settings.DEBUG off
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cputune_bench")
@@ -33,18 +34,6 @@ CLUSTER = "bench-pages"
 BIG, SMALL = "big", "small"
 NODES = 10
 TARGET_MS = 300.0
-
-
-def ensure_database(url: str) -> None:
-    if not url.startswith(("postgres://", "postgresql://")):
-        return
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def limit_of(i: int) -> int:
@@ -149,25 +138,6 @@ def build(containers: int, days: int, end: datetime) -> None:
     refresh_findings(cluster, now=end)
 
 
-def timed(client, url: str, requests: int) -> tuple[float, float, int]:
-    """(p50 ms, p95 ms, response bytes) over `requests` GETs after three warm-up requests."""
-    for _ in range(3):
-        response = client.get(url)
-        if response.status_code != 200:
-            sys.exit(f"{url} answered {response.status_code}")
-    times = []
-    size = 0
-    for _ in range(requests):
-        start = time.perf_counter()
-        response = client.get(url)
-        body = b"".join(response.streaming_content) if response.streaming else response.content
-        times.append((time.perf_counter() - start) * 1000)
-        size = len(body)
-    times.sort()
-    p95 = times[max(0, math.ceil(0.95 * len(times)) - 1)]
-    return statistics.median(times), p95, size
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--containers", type=int, default=1000)
@@ -225,8 +195,8 @@ def main() -> None:
     # DEBUG off while timing, as in production (no query log); static files keep the storage chosen at start-up.
     with override_settings(DEBUG=False):
         for name, url, baseline_url in pages:
-            p50, p95, size = timed(client, url, args.requests)
-            b50, b95, _ = timed(client, baseline_url, args.requests) if baseline_url else (None, None, 0)
+            p50, p95, size = time_get(client, url, args.requests, warmup=3)
+            b50, b95, _ = time_get(client, baseline_url, args.requests, warmup=3) if baseline_url else (None, None, 0)
             results.append((name, p50, p95, size, b50, b95))
 
     print(f"\nPage server time, {args.containers:,} containers in one namespace, {args.days} days of 1-minute samples, "

@@ -27,11 +27,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import re
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,6 +44,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from common import ensure_database, time_get  # noqa: E402 - next to this script
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cputune.settings")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cputune_bench")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/9")
@@ -61,15 +61,6 @@ os.environ.setdefault("CPUTUNE_LONG_WINDOW_REFRESH", "0")
 CLUSTER = "bench-scale"
 TARGET_1000_S = 60.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 # ----------------------------------------------------------------------------------------------- processes
@@ -308,11 +299,6 @@ def run_cycle(cluster: Any, nodes: int, number: int, worker_pid: int, sim_pid: i
 # ---------------------------------------------------------------------------------------------- pages and API
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-
 def page_latencies(cluster: Any, requests: int) -> dict[str, tuple[float, float, int]]:
     """(p50 ms, p95 ms, bytes) for the namespace report, the containers API and the pod series API."""
     from django.contrib.auth import get_user_model
@@ -335,19 +321,7 @@ def page_latencies(cluster: Any, requests: int) -> dict[str, tuple[float, float,
     out: dict[str, tuple[float, float, int]] = {}
     with override_settings(DEBUG=False):
         for name, url in urls.items():
-            times: list[float] = []
-            size = 0
-            for attempt in range(requests + 2):  # two warm-up requests
-                began = time.perf_counter()
-                response = client.get(url)
-                body = b"".join(response.streaming_content) if response.streaming else response.content  # type: ignore[attr-defined]
-                took = (time.perf_counter() - began) * 1000
-                if response.status_code != 200:
-                    raise SystemExit(f"{url} answered {response.status_code}: {body[:300]!r}")
-                if attempt >= 2:
-                    times.append(took)
-                size = len(body)
-            out[name] = (statistics.median(times), percentile(times, 0.95), size)
+            out[name] = time_get(client, url, requests)
     print(f"  pages at this size (namespace {namespace!r}: "
           f"{Container.objects.filter(pod__cluster=cluster, pod__namespace=namespace).count():,} containers; "
           f"{requests} requests each, DEBUG off)")  # fmt: skip

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import statistics
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -34,6 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from common import ensure_database, time_get  # noqa: E402 - next to this script
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cputune.settings")
 os.environ.setdefault("DEBUG", "1")  # static files without collectstatic; timing runs with settings.DEBUG off
 os.environ.setdefault("SECRET_KEY", "benchmarks-only")
@@ -72,31 +72,6 @@ CROSS JOIN LATERAL (
     FROM generate_series(0, 1439) i
 ) g
 """
-
-
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def timed(client, url: str, requests: int) -> tuple[float, float]:
-    """(p50 ms, p95 ms) over `requests` GETs after two warm-up requests."""
-    for _ in range(2):
-        response = client.get(url)
-        if response.status_code != 200:
-            sys.exit(f"{url} answered {response.status_code}")
-    times = []
-    for _ in range(requests):
-        start = time.perf_counter()
-        response = client.get(url)
-        _ = b"".join(response.streaming_content) if response.streaming else response.content
-        times.append((time.perf_counter() - start) * 1000)
-    times.sort()
-    return statistics.median(times), times[max(0, math.ceil(0.95 * len(times)) - 1)]
 
 
 def relation_bytes(cursor, names: list[str]) -> int:
@@ -203,7 +178,7 @@ def main() -> None:
     latencies = {}
     with override_settings(DEBUG=False):
         for name, url in pages.items():
-            latencies[name] = timed(client, url, args.requests)
+            latencies[name] = time_get(client, url, args.requests)[:2]
 
     # Retention: the oldest day is past CPUTUNE_RETENTION_RAW_DAYS one day after `end`. Baseline first: deleting
     # one day's rows from the next partition (what retention costs without partitions), then the real service.

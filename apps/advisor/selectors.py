@@ -10,12 +10,14 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from apps.clusters.kubelet import DEFAULT_PERIOD_US
 from apps.clusters.models import Cluster
 
 from .explain import explain_paragraphs
 from .kernel import kernel_verdict
 from .models import Finding, Window
 from .rules import ContainerFacts, Policy, Recommendation
+from .services import policy_from_settings
 from .windows import WindowSummary
 
 # Report row fields, in the contract's order: JSON keys and CSV columns.
@@ -208,10 +210,6 @@ def explanation(finding: Finding, policy: Policy | None = None) -> tuple[str, ..
 
     Request, limit and node figures are the current ones: after a resize they may be newer than the finding's.
     """
-    from apps.clusters.kubelet import DEFAULT_PERIOD_US
-
-    from .services import policy_from_settings
-
     container = finding.container
     node = container.pod.node
     summary = WindowSummary(

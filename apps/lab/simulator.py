@@ -161,6 +161,22 @@ def _pick(weighted: Sequence[tuple[Any, float]], unit: float) -> Any:
     return weighted[-1][0]
 
 
+def _memory_values(ws: int) -> dict[str, str]:
+    """A cgroup's memory series, all in proportion to its working set (bytes), as exposition values."""
+    return {
+        "mem_usage": go_float(ws + ws // 4),
+        "mem_ws": go_float(ws),
+        "mem_rss": go_float(ws * 3 // 4),
+        "mem_cache": go_float(ws // 2),
+        "mem_max": go_float(ws + ws // 3),
+        "mem_mapped": go_float(ws // 16),
+        "mem_kernel": go_float(ws // 64),
+        "mem_active_file": go_float(ws // 4),
+        "mem_inactive_file": go_float(ws // 8),
+        "mem_limit": "0",
+    }
+
+
 def go_float(value: float) -> str:
     """A number as cAdvisor (Go's strconv 'g', shortest) writes it: `4096`, `0.365`, `1.048576e+06`, `1e-05`."""
     if type(value) is int and -1_000_000 < value < 1_000_000:
@@ -1386,16 +1402,7 @@ def _pod_values(
         "processes": go_float(2 + threads // 40),
         "threads": go_float(threads + 1),
         "threads_max": "0",
-        "mem_usage": go_float(ws + ws // 4),
-        "mem_ws": go_float(ws),
-        "mem_rss": go_float(ws * 3 // 4),
-        "mem_cache": go_float(ws // 2),
-        "mem_max": go_float(ws + ws // 3),
-        "mem_mapped": go_float(ws // 16),
-        "mem_kernel": go_float(ws // 64),
-        "mem_active_file": go_float(ws // 4),
-        "mem_inactive_file": go_float(ws // 8),
-        "mem_limit": "0",
+        **_memory_values(ws),
         "pgfault": go_float(int(usage * 2000 + alive_s)),
         "blkio_read": go_float(4096 * int(alive_s / 600)),
         "blkio_write": go_float(4096 * int(alive_s / 60)),
@@ -1455,16 +1462,7 @@ def _node_values(usage: float, memory: float, boot_s: float, ts_s: float, uptime
         "processes": go_float(400),
         "threads": go_float(2500),
         "threads_max": "0",
-        "mem_usage": go_float(ws + ws // 4),
-        "mem_ws": go_float(ws),
-        "mem_rss": go_float(ws * 3 // 4),
-        "mem_cache": go_float(ws // 2),
-        "mem_max": go_float(ws + ws // 3),
-        "mem_mapped": go_float(ws // 16),
-        "mem_kernel": go_float(ws // 64),
-        "mem_active_file": go_float(ws // 4),
-        "mem_inactive_file": go_float(ws // 8),
-        "mem_limit": "0",
+        **_memory_values(ws),
         "pgfault": go_float(int(usage * 2000 + uptime_s)),
         "blkio_read": go_float(4096 * int(uptime_s / 10)),
         "blkio_write": go_float(4096 * int(uptime_s)),

@@ -95,20 +95,21 @@ def _spec(name: str, column: models.Field, names_it: bool) -> tuple[str, models.
     return (name, column, names_it, column.max_length or 2**63, bounds)
 
 
+# What a source may report of a node besides its name; upsert_nodes keeps the stored value where one is missing.
+_NODE_REPORTED = (
+    "capacity_mcpu",
+    "allocatable_mcpu",
+    "kernel_version",
+    "os_image",
+    "container_runtime",
+    "kubelet_version",
+    "cpu_manager_policy",
+    "cfs_slice_us",
+    "cpufreq_governor",
+)
 _NODE_COLUMNS = _columns(
     Node,
-    [
-        "name",
-        "capacity_mcpu",
-        "allocatable_mcpu",
-        "kernel_version",
-        "os_image",
-        "container_runtime",
-        "kubelet_version",
-        "cpu_manager_policy",
-        "cfs_slice_us",
-        "cpufreq_governor",
-    ],
+    ["name", *_NODE_REPORTED],
     identity=["name"],
 )
 _POD_COLUMNS = _columns(
@@ -221,17 +222,7 @@ def upsert_nodes(
     to_update: list[Node] = []
     for info in nodes:
         node = existing.get(info.name) or Node(cluster=cluster, name=info.name)
-        for attr in (
-            "capacity_mcpu",
-            "allocatable_mcpu",
-            "kernel_version",
-            "os_image",
-            "container_runtime",
-            "kubelet_version",
-            "cpu_manager_policy",
-            "cfs_slice_us",
-            "cpufreq_governor",
-        ):
+        for attr in _NODE_REPORTED:
             value = getattr(info, attr)
             if value not in (None, ""):
                 setattr(node, attr, value)
@@ -239,22 +230,7 @@ def upsert_nodes(
         (to_update if node.pk else to_create).append(node)
     Node.objects.bulk_create(to_create)
     if to_update:
-        Node.objects.bulk_update(
-            to_update,
-            [
-                "capacity_mcpu",
-                "allocatable_mcpu",
-                "kernel_version",
-                "os_image",
-                "container_runtime",
-                "kubelet_version",
-                "cpu_manager_policy",
-                "cfs_slice_us",
-                "cpufreq_governor",
-                "last_seen",
-            ],
-            batch_size=1000,
-        )
+        Node.objects.bulk_update(to_update, [*_NODE_REPORTED, "last_seen"], batch_size=1000)
     return dict(Node.objects.filter(cluster=cluster).values_list("name", "id"))
 
 
