@@ -161,8 +161,8 @@ def _pick(weighted: Sequence[tuple[Any, float]], unit: float) -> Any:
     return weighted[-1][0]
 
 
-def _memory_values(ws: int) -> dict[str, str]:
-    """A cgroup's memory series, all in proportion to its working set (bytes), as exposition values."""
+def _memory_values(ws: int, limit_bytes: int = 0) -> dict[str, str]:
+    """A cgroup's memory series, in proportion to its working set (bytes), as exposition values; 0: no limit."""
     return {
         "mem_usage": go_float(ws + ws // 4),
         "mem_ws": go_float(ws),
@@ -173,7 +173,7 @@ def _memory_values(ws: int) -> dict[str, str]:
         "mem_kernel": go_float(ws // 64),
         "mem_active_file": go_float(ws // 4),
         "mem_inactive_file": go_float(ws // 8),
-        "mem_limit": "0",
+        "mem_limit": go_float(limit_bytes),
     }
 
 
@@ -1351,16 +1351,7 @@ def _container_values(container: _ContainerSpec, state: CpuState, ts_s: float) -
         "processes": go_float(1 + container.threads // 40),
         "threads": go_float(container.threads),
         "threads_max": go_float(0),
-        "mem_usage": go_float(ws + ws // 4),
-        "mem_ws": go_float(ws),
-        "mem_rss": go_float(ws * 3 // 4),
-        "mem_cache": go_float(ws // 2),
-        "mem_max": go_float(ws + ws // 3),
-        "mem_mapped": go_float(ws // 16),
-        "mem_kernel": go_float(ws // 64),
-        "mem_active_file": go_float(ws // 4),
-        "mem_inactive_file": go_float(ws // 8),
-        "mem_limit": go_float(container.memory_limit_bytes or 0),
+        **_memory_values(ws, container.memory_limit_bytes or 0),
         "pgfault": go_float(int(usage * 2000 + alive_s)),
         "blkio_read": go_float(4096 * int(alive_s / 600)),
         "blkio_write": go_float(4096 * int(alive_s / 60)),
