@@ -40,13 +40,14 @@ bench: install-dev
 ## 15 min or more for the default 100 and 1,000 nodes on 2 cores). SCALE_NODES=100,1000,5000 adds the Kubernetes limit.
 SCALE_NODES ?= 100,1000
 bench-scale: install-dev
-	$(PY) benchmarks/bench_scale.py --nodes $(SCALE_NODES)
+	SCALE_NODES=$(SCALE_NODES) $(PY) benchmarks/run_all.py bench_scale
 
 ## Storage at scale: 7 days of one-minute samples for 100 nodes (6,000 containers, 60 million rows) in PostgreSQL —
 ## bytes per sample, rollups, retention and the pages on top (about 15 minutes). STORAGE_NODES=1000 needs ~120 GB.
 STORAGE_NODES ?= 100
 bench-storage: install-dev
-	$(PY) benchmarks/bench_storage.py --nodes $(STORAGE_NODES)
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/cputune_storage} STORAGE_NODES=$(STORAGE_NODES) \
+		$(PY) benchmarks/run_all.py bench_storage
 
 clean:
 	rm -rf var .pytest_cache .mypy_cache .ruff_cache
