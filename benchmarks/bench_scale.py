@@ -1,19 +1,19 @@
 """End-to-end scale run: the simulated cluster (apps/lab/simulator.py) collected by real Celery workers on Redis into
 PostgreSQL, then the pages and the API at that size.
 
-    python benchmarks/bench_scale.py [--nodes 100,1000] [--cycles 2] [--concurrency 2] [--seed 1] [--requests 10]
+    python benchmarks/bench_scale.py [--nodes 100,1000] [--cycles 2] [--concurrency 4] [--seed 1] [--requests 10]
                                      [--sim-processes 1] [--py-spy-nodes 1000] [--keep]
 
 Defaults finish in about 10 minutes on a 2-core machine (100 and 1,000 nodes × 30 pods × 2 containers, two cycles
 each); add 5000 to --nodes for the Kubernetes limit (150,000 pods; ~30 minutes more). For each size: the simulator
 starts in its own process (its default faults: 1 % slow nodes, 0.5 % answering 500, 0.2 % hanging), the benchmark
-database's telemetry and findings are emptied, a prefork worker with --concurrency processes starts, and each cycle
-enqueues `collector.collect_cluster`, waits for the run to close and for `advisor.refresh` to write every window.
+database's telemetry and findings are emptied, a prefork worker with --concurrency processes (4, as docker-compose.yml
+runs it) starts, and each cycle enqueues `collector.collect_cluster`, waits for the run to close and for `advisor.refresh` to write every window.
 Printed per cycle: wall time (enqueue → run closed → findings written), node tasks/s, readings/s, peak RSS of the
 pool processes (VmHWM, reset before each cycle), rows and bytes added in PostgreSQL (samples partitions, series
 heads, rollups, findings), CPU seconds spent by the simulator, the worker processes and PostgreSQL during the cycle,
 and the advisor refresh time. Then page and API latencies at that size (Django test client, p50/p95).
-`--py-spy-nodes N` records the worker pool with py-spy (`pip install py-spy`) during the first cycle of size N and
+`--py-spy-nodes N` records the worker pool with py-spy (`pip install py-spy`) during the last (steady) cycle of size N and
 prints the hottest functions.
 
 Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/cputune_bench, created if missing — its
@@ -384,7 +384,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", default="100,1000", help="comma-separated sizes, e.g. 100,1000,5000")
     parser.add_argument("--cycles", type=int, default=2)
-    parser.add_argument("--concurrency", type=int, default=2)
+    # 4 processes, as docker-compose.yml and the README's sizing run the worker: node reads mostly wait.
+    parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--requests", type=int, default=10, help="timed requests per page")
     parser.add_argument("--sim-processes", type=int, default=1)
@@ -439,7 +440,7 @@ def main() -> None:
             )  # fmt: skip
             time.sleep(4)
             for number in range(1, args.cycles + 1):
-                spy = str(tmp / f"py-spy-{nodes}.txt") if nodes == args.py_spy_nodes and number == 1 else None
+                spy = str(tmp / f"py-spy-{nodes}.txt") if nodes == args.py_spy_nodes and number == args.cycles else None
                 cycle = run_cycle(cluster, nodes, number, worker.pid, sim.pid, spy)
                 cycles.append(cycle)
                 added = ", ".join(f"{key} +{rows:,} rows / +{mb(size)}" for key, (rows, size) in cycle.added.items())

@@ -14,6 +14,11 @@ class CollectionRun(models.Model):
         PARTIAL = "partial", "partial (some nodes failed)"
         FAILED = "failed"
 
+    class PodsStatus(models.TextChoices):
+        PENDING = "pending"
+        STORED = "stored"
+        FAILED = "failed"
+
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="runs")
     source = models.CharField(max_length=16)
     started_at = models.DateTimeField()
@@ -23,6 +28,9 @@ class CollectionRun(models.Model):
     nodes_ok = models.PositiveIntegerField(default=0)
     nodes_failed = models.PositiveIntegerField(default=0)
     samples_written = models.PositiveIntegerField(default=0)
+    # "pending" from the moment the nodes are stored (and their reads start) until the pods are: the run stays
+    # open. "failed": the pods could not be listed or stored this cycle (the ones stored before were kept).
+    pods = models.CharField(max_length=8, choices=PodsStatus.choices, default=PodsStatus.STORED)
 
     class Meta:
         ordering = ["-started_at"]

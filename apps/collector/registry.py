@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from django.conf import settings
 
@@ -49,6 +49,16 @@ class Source(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class NodeLister(Protocol):
+    """A source that lists nodes and pods apart (the Kubernetes API): the collector starts reading nodes before
+    the pods are listed. A source without these methods is listed whole by `inventory()`."""
+
+    def list_nodes(self) -> tuple[list[NodeInfo], list[str]]: ...
+
+    def list_pods(self) -> tuple[list[PodInfo], list[str]]: ...
+
+
 class KubernetesAdapter:
     """The Kubernetes API for inventory, each kubelet's /metrics/cadvisor (and opt-in configz) per node."""
 
@@ -69,14 +79,27 @@ class KubernetesAdapter:
             raise SourceUnavailable(str(exc)) from exc
 
     def inventory(self) -> Inventory:
+        nodes, node_problems = self.list_nodes()
+        pods, pod_problems = self.list_pods()
+        return Inventory(nodes=nodes, pods=pods, problems=node_problems + pod_problems)
+
+    def list_nodes(self) -> tuple[list[NodeInfo], list[str]]:
+        """Every node and the problems met listing them; SourceUnavailable when the list fails."""
         from apps.collector.sources import SourceError
 
         try:
-            nodes, node_problems = self.source.list_nodes()
-            pods, pod_problems = self.source.list_pods()
+            return self.source.list_nodes()
         except SourceError as exc:
             raise SourceUnavailable(str(exc)) from exc
-        return Inventory(nodes=nodes, pods=pods, problems=node_problems + pod_problems)
+
+    def list_pods(self) -> tuple[list[PodInfo], list[str]]:
+        """Every pod and the problems met listing them; SourceUnavailable when the list fails."""
+        from apps.collector.sources import SourceError
+
+        try:
+            return self.source.list_pods()
+        except SourceError as exc:
+            raise SourceUnavailable(str(exc)) from exc
 
     def read_node(self, node: str, now: datetime) -> NodeRead:
         from apps.collector.cadvisor import parse_cadvisor

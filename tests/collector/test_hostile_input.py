@@ -743,17 +743,22 @@ def test_a_node_listed_twice_is_read_once_and_the_run_closes(tmp_path: Path) -> 
     assert stored(run) == {("shop", "web-0", "app"): (HPA_PERIODS, HPA_THREADS)}
 
 
-def test_a_pod_list_whose_continue_token_expires_twice_fails_the_run_and_writes_nothing(tmp_path: Path) -> None:
-    """The API server answering 410 Gone mid-list, again after the restart: no half inventory is stored."""
+def test_a_pod_list_whose_continue_token_expires_twice_stores_no_half_list_and_keeps_the_readings(
+    tmp_path: Path,
+) -> None:
+    """The API server answering 410 Gone mid-list, again after the restart: no half pod list is stored, the run
+    says why and is partial, and the nodes (listed first, read meanwhile) keep their readings."""
     objects = ClusterObjects(nodes=REAL.nodes, pods=compact_pods(1200), scrapes={REAL_NODE: REAL_SCRAPE})
 
     run = collect(objects, tmp_path, Faults(expired_continues={"pods": 2}))
 
-    assert run.status == CollectionRun.Status.FAILED
+    assert (run.status, run.pods) == (CollectionRun.Status.PARTIAL, CollectionRun.PodsStatus.FAILED)
     (problem,) = problems(run, "")
+    assert "pods not listed, the ones stored before are kept" in problem
     assert "the continue token expired again (HTTP 410) after restarting the list" in problem
-    assert not Node.objects.filter(cluster=run.cluster).exists()
-    assert not Pod.objects.filter(cluster=run.cluster).exists()
+    assert Node.objects.filter(cluster=run.cluster, name=REAL_NODE).exists()
+    assert not Pod.objects.filter(cluster=run.cluster, name__startswith="p0").exists()  # none of the half list
+    assert run.nodes_ok == 1 and run.samples_written > 0
 
 
 def compact_pods(count: int) -> list[dict[str, Any]]:
