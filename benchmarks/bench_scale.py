@@ -8,7 +8,8 @@ Defaults finish in about 10 minutes on a 2-core machine (100 and 1,000 nodes × 
 each); add 5000 to --nodes for the Kubernetes limit (150,000 pods; ~30 minutes more). For each size: the simulator
 starts in its own process (its default faults: 1 % slow nodes, 0.5 % answering 500, 0.2 % hanging), the benchmark
 database's telemetry and findings are emptied, a prefork worker with --concurrency processes (4, as docker-compose.yml
-runs it) starts, and each cycle enqueues `collector.collect_cluster`, waits for the run to close and for `advisor.refresh` to write every window.
+runs it) starts, and each cycle enqueues `collector.collect_cluster`, waits for the run to close and for
+`advisor.refresh` to write every window.
 Printed per cycle: wall time (enqueue → run closed → findings written), node tasks/s, readings/s, peak RSS of the
 pool processes (VmHWM, reset before each cycle), rows and bytes added in PostgreSQL (samples partitions, series
 heads, rollups, findings), CPU seconds spent by the simulator, the worker processes and PostgreSQL during the cycle,
