@@ -13,12 +13,15 @@ from django.db import InterfaceError, OperationalError, close_old_connections, t
 from apps.clusters.models import Cluster
 
 from . import services
+from .cadvisor import ScrapeError
+from .sources import SourceError
 
 log = logging.getLogger(__name__)
 # A node task that loses the database (a PostgreSQL restart or failover takes seconds) tries again after 3, 6 and 9 s
 # instead of failing at once: its scrape is read again and what it had already stored is recognised as duplicates.
 DATABASE_RETRY_S = 3.0
 DATABASE_RETRIES = 3
+NODE_READ_ERRORS = (SourceError, ScrapeError)
 
 
 def _enqueue_advisor(run_id: int) -> None:
@@ -84,6 +87,13 @@ class NodeTask(Task):
 def collect_node(self: Task, run_id: int, node: str) -> int:
     try:
         result, finished = services.collect_node(run_id, node)
+    except NODE_READ_ERRORS as exc:
+        # A node that answers 500, hangs or sends garbage is an outcome of the cycle, not a crash of the worker:
+        # one line in the log (the run's page says the rest), no traceback. Anything else still fails the task.
+        log.warning("node %s of run %s not read: %s", node, run_id, exc)
+        if services.record_node_failure(run_id, node, exc):
+            _enqueue_advisor(run_id)
+        return 0
     except (OperationalError, InterfaceError) as exc:
         close_old_connections()
         attempt = self.request.retries + 1

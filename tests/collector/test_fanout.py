@@ -59,3 +59,28 @@ def test_a_cycle_on_a_real_worker_stores_every_healthy_node_and_reports_the_fail
             Finding.objects.filter(cluster=cluster).count(),
             expected,
         )
+
+
+@pytest.mark.django_db
+def test_a_node_that_cannot_be_read_is_an_outcome_logged_in_one_line_not_a_failed_task(tmp_path, caplog):
+    from apps.collector.services import collect_inventory, start_run
+    from apps.collector.tasks import collect_node
+
+    with ApiServerStandin(FIXTURE, Faults(), replicas=2) as server:
+        broken = server.node_names[1]
+        server.faults.scrape_status[broken] = 500
+        cluster, _ = register_cluster(
+            "one-line", "kubernetes", kubeconfig_path=str(server.write_kubeconfig(tmp_path / "kc"))
+        )
+        run = start_run(cluster)
+        collect_inventory(run)
+
+        with caplog.at_level("WARNING"):
+            outcome = collect_node.apply(args=(run.pk, broken))
+
+    assert outcome.successful() and outcome.result == 0
+    failed = run.node_results.get(node=broken)
+    assert not failed.ok and "HTTP 500" in failed.error
+    (record,) = [r for r in caplog.records if broken in r.getMessage()]
+    assert record.levelname == "WARNING" and record.exc_info is None
+    assert "not read" in record.getMessage() and "HTTP 500" in record.getMessage()
