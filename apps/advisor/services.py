@@ -24,7 +24,7 @@ from apps.clusters.models import Cluster, Container, Node
 from apps.telemetry.models import HourlyRollup
 from apps.telemetry.services import analyze_tables, rollup_hours
 
-from .cfs import SharesFloor, container_shares_floor, pod_shares_floor, quota_ceiling_mcpu
+from .cfs import SharesFloor, container_shares_floor, quota_ceiling_mcpu, shares_floor
 from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
 from .rules import ContainerFacts, Policy, Recommendation, advise
@@ -224,6 +224,7 @@ def _static_facts(cluster: Cluster, since: datetime, part: RefreshPart | None = 
         pod_requests[node_id][pod_id] = pod_requests[node_id].get(pod_id, 0) + (request or 0)
         siblings[pod_id].append(request)
     pod_floors: dict[int, SharesFloor] = {}
+    node_total_shares: dict[int, int] = {}
     rows = seen.order_by("pod_id", "name").values_list(*_CONTAINER_FIELDS)
     statics: dict[int, _Static] = {}
     for cid, pod_id, namespace, last_seen, node_id, qos_class, request, limit, stored_period in rows.iterator(
@@ -238,9 +239,15 @@ def _static_facts(cluster: Cluster, since: datetime, part: RefreshPart | None = 
         if node is not None and (allocatable or capacity):
             pod_floor = pod_floors.get(pod_id)
             if pod_floor is None:
-                requests = pod_requests[node_id]
-                neighbours = [r or None for pid, r in requests.items() if pid != pod_id]
-                pod_floor = pod_shares_floor(requests.get(pod_id) or None, neighbours, allocatable or capacity or 0)
+                # Every pod of the node against the node's summed shares, added up once per node (summing each
+                # pod's neighbours made this quadratic in pods per node: 18 share conversions per container).
+                own_shares = shares_from_request_mcpu(pod_requests[node_id].get(pod_id) or None)
+                node_shares = node_total_shares.get(node_id)
+                if node_shares is None:
+                    node_shares = sum(shares_from_request_mcpu(r or None) for r in pod_requests[node_id].values())
+                    node_total_shares[node_id] = node_shares
+                others = node_shares - own_shares
+                pod_floor = shares_floor(own_shares, (others,) if others else (), allocatable or capacity or 0)
                 pod_floors[pod_id] = pod_floor
             own = list(siblings[pod_id])
             if request in own:
