@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Max, Q
@@ -21,7 +22,6 @@ from psycopg.types.json import Jsonb
 
 from apps.clusters.kubelet import DEFAULT_PERIOD_US, quota_us_from_limit_mcpu, shares_from_request_mcpu
 from apps.clusters.models import Cluster, Container, Node
-from apps.telemetry.models import HourlyRollup
 from apps.telemetry.services import analyze_tables, rollup_hours
 
 from .cfs import SharesFloor, container_shares_floor, quota_ceiling_mcpu, shares_floor
@@ -310,27 +310,15 @@ def _summaries(statics: dict[int, _Static], window: str, start: datetime, end: d
             )
         return out
     rollups_by: dict[int, list[RollupRow]] = defaultdict(list)
+    first_hour = start.replace(minute=0, second=0, microsecond=0)
     for chunk in _chunks(ids, 2000):
-        rollup_qs = (
-            HourlyRollup.objects.filter(
-                container_id__in=chunk, hour__gte=start.replace(minute=0, second=0, microsecond=0)
-            )
-            .order_by("container_id", "hour")
-            .values_list(*_ROLLUP_FIELDS)
+        condition, params = _in_ids(chunk)
+        fetched = _fetch(
+            f"SELECT {_ROLLUP_COLUMNS_SQL} FROM telemetry_hourlyrollup "  # noqa: S608 - constant columns
+            f"WHERE container_id {condition} AND hour >= %s ORDER BY container_id, hour",
+            [*params, first_hour],
         )
-        for (
-            cid,
-            hour,
-            covered,
-            samples,
-            periods,
-            throttled,
-            throttled_s,
-            usage_s,
-            p95,
-            mx,
-            threads,
-        ) in rollup_qs.iterator(chunk_size=20000):
+        for cid, hour, covered, samples, periods, throttled, throttled_s, usage_s, p95, mx, threads in fetched:
             rollups_by[cid].append(
                 RollupRow(
                     _aware(hour), covered, samples, periods, throttled, throttled_s, usage_s, p95, mx, None, threads
@@ -342,6 +330,21 @@ def _summaries(statics: dict[int, _Static], window: str, start: datetime, end: d
 
 
 _SAMPLE_COLUMNS_SQL = ", ".join(_SAMPLE_FIELDS)
+_ROLLUP_COLUMNS_SQL = ", ".join(_ROLLUP_FIELDS)
+
+
+def _fetch(sql: str, params: list) -> list[tuple]:
+    """Rows of a read-only query as tuples. PostgreSQL: server-side binding with binary results — Django's cursor
+    asks for text, and parsing the text of every timestamp took most of the fetch: 30,000 samples in 0.19 s as text,
+    0.06 s binary. Elsewhere Django's cursor."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, params, binary=True)
+        return cursor.fetchall()
 
 
 def _in_ids(ids: list[int]) -> tuple[str, list]:
@@ -360,13 +363,11 @@ def _sample_rows(ids: list[int], start: datetime, end: datetime) -> list[tuple]:
     if not ids:
         return []
     condition, params = _in_ids(ids)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {_SAMPLE_COLUMNS_SQL} FROM telemetry_sample WHERE container_id {condition} "  # noqa: S608 - constant columns
-            "AND ts > %s AND ts <= %s ORDER BY container_id, ts",
-            [*params, start, end],
-        )
-        return cursor.fetchall()
+    return _fetch(
+        f"SELECT {_SAMPLE_COLUMNS_SQL} FROM telemetry_sample WHERE container_id {condition} "  # noqa: S608 - constant columns
+        "AND ts > %s AND ts <= %s ORDER BY container_id, ts",
+        [*params, start, end],
+    )
 
 
 def _latest_sample_rows(ids: list[int], before: datetime) -> list[tuple]:
@@ -374,20 +375,17 @@ def _latest_sample_rows(ids: list[int], before: datetime) -> list[tuple]:
     if not ids:
         return []
     condition, params = _in_ids(ids)
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                f"SELECT DISTINCT ON (container_id) {_SAMPLE_COLUMNS_SQL} FROM telemetry_sample "  # noqa: S608 - constant columns
-                f"WHERE container_id {condition} AND ts <= %s ORDER BY container_id, ts DESC",
-                [*params, before],
-            )
-        else:
-            cursor.execute(
-                f"SELECT {_SAMPLE_COLUMNS_SQL} FROM telemetry_sample s WHERE container_id {condition} AND ts = ("  # noqa: S608 - constant columns
-                "SELECT max(ts) FROM telemetry_sample l WHERE l.container_id = s.container_id AND l.ts <= %s)",
-                [*params, before],
-            )
-        return cursor.fetchall()
+    if connection.vendor == "postgresql":
+        return _fetch(
+            f"SELECT DISTINCT ON (container_id) {_SAMPLE_COLUMNS_SQL} FROM telemetry_sample "  # noqa: S608 - constant columns
+            f"WHERE container_id {condition} AND ts <= %s ORDER BY container_id, ts DESC",
+            [*params, before],
+        )
+    return _fetch(
+        f"SELECT {_SAMPLE_COLUMNS_SQL} FROM telemetry_sample s WHERE container_id {condition} AND ts = ("  # noqa: S608 - constant columns
+        "SELECT max(ts) FROM telemetry_sample l WHERE l.container_id = s.container_id AND l.ts <= %s)",
+        [*params, before],
+    )
 
 
 # The columns _finding_row fills, in its order: every Finding column but the id.
