@@ -134,3 +134,15 @@ def test_pods_are_upserted_a_chunk_at_a_time_and_all_land(monkeypatch):
     assert sorted(stored_pods) == sorted(p.name for p in pods)
     for pod in pods:
         assert {c.name for c in Container.objects.filter(pod=stored_pods[pod.name])} == {c.name for c in pod.containers}
+
+
+@pytest.mark.postgres
+def test_the_load_table_is_analysed_once_per_batch_size_not_per_batch():
+    from apps.telemetry.services import _ANALYSED_LOAD_ROWS, _needs_analyze
+
+    _ANALYSED_LOAD_ROWS.clear()  # what earlier tests' ingests on this connection left
+    assert _needs_analyze(60) is True  # this session's first batch of that size
+    assert _needs_analyze(60) is False
+    assert _needs_analyze(110) is False  # within twice
+    assert _needs_analyze(10_000) is True  # a big batch plans differently
+    assert _needs_analyze(60) is True
