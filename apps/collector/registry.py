@@ -51,8 +51,8 @@ class Source(Protocol):
 
 @runtime_checkable
 class NodeLister(Protocol):
-    """A source that lists nodes and pods apart (the Kubernetes API): the collector starts reading nodes before
-    the pods are listed. A source without these methods is listed whole by `inventory()`."""
+    """A source that lists nodes and pods apart (the Kubernetes API): a pod list that fails then costs the cycle
+    its pod changes, not its node reads. A source without these methods is listed whole by `inventory()`."""
 
     def list_nodes(self) -> tuple[list[NodeInfo], list[str]]: ...
 

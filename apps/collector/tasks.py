@@ -48,16 +48,10 @@ def collect_all() -> int:
 def collect_cluster(cluster_id: int) -> int:
     cluster = Cluster.objects.get(pk=cluster_id)
     run = services.start_run(cluster)
-    started: list[str] = []
-
-    def start(nodes: list[str]) -> None:
-        for node in nodes:
-            collect_node.apply_async(args=(run.pk, node), expires=_expires())
-        started.extend(nodes)
-
-    if services.collect_inventory_and_start(run, start) and started:
-        _enqueue_advisor(run.pk)  # every node was done before the pods were stored
-    return len(started)
+    nodes = services.collect_inventory(run)
+    for node in nodes:
+        collect_node.apply_async(args=(run.pk, node), expires=_expires())
+    return len(nodes)
 
 
 class NodeTask(Task):

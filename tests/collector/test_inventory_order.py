@@ -1,5 +1,5 @@
-"""A cycle lists and stores the nodes, starts their reads, and stores the pods while they are read: the run closes
-only when both are done, and a node's ingest never writes while the pods are being written."""
+"""A cycle stores its nodes, then its pods, then reads the nodes: the run closes only when the pods are stored and
+every node has its outcome, and a node's ingest (another cycle's) never writes while pods are being written."""
 
 from __future__ import annotations
 
@@ -13,66 +13,66 @@ from django.db import connection, connections
 from apps.clusters.models import Container, Pod
 from apps.collector.models import CollectionRun
 from apps.collector.registry import Inventory, NodeRead
-from apps.collector.services import collect_inventory_and_start, collect_node, start_run, store_pod_list
+from apps.collector.services import collect_inventory, collect_node, start_run, store_node_list, store_pod_list
 from apps.telemetry.services import ingest_readings, lock_cluster_ingest
 from tests import factories as f
 from tests.drill.harness import wait_until
 
 
 class _SplitSource:
-    """Nodes and pods listed apart, as the Kubernetes adapter does; each node has one reading of web-1/c0."""
+    """Nodes and pods listed apart, as the Kubernetes adapter does; each pod has one reading of its container c0."""
 
     def __init__(self) -> None:
         self.pods_listed = 0
+        self.pods = [f.pod_info("web-1", node="node-a"), f.pod_info("web-2", node="node-b")]
 
     def list_nodes(self):
         return [f.node_info("node-a"), f.node_info("node-b")], []
 
     def list_pods(self):
         self.pods_listed += 1
-        return [f.pod_info("web-1", node="node-a"), f.pod_info("web-2", node="node-b")], []
+        return list(self.pods), []
 
     def inventory(self) -> Inventory:  # pragma: no cover - the collector lists this source in two steps
         raise AssertionError("listed whole")
 
     def read_node(self, node: str, now: datetime) -> NodeRead:
-        pod = "web-1" if node == "node-a" else "web-2"
-        return NodeRead(node=node, readings=[f.reading(0, periods=100, throttled=10, usage_s=5.0, pod=pod)])
+        minute = self.pods_listed
+        readings = [
+            f.reading(minute, periods=100 * (minute + 1), throttled=10, usage_s=5.0 * (minute + 1), pod=p.name)
+            for p in self.pods
+            if p.node == node
+        ]
+        return NodeRead(node=node, readings=readings)
 
     def close(self) -> None:
         pass
 
 
 @pytest.mark.django_db
-def test_nodes_are_read_before_the_pods_are_stored_and_the_run_waits_for_both(monkeypatch):
+def test_pods_are_stored_before_any_node_is_read_every_cycle():
     cluster = f.cluster()
     source = _SplitSource()
-    monkeypatch.setattr("apps.collector.services.source_for", lambda cluster: source)
-    run = start_run(cluster)
-    read_before_pods: list[tuple[str, bool]] = []
+    for cycle in range(2):
+        if cycle:
+            source.pods.append(f.pod_info("web-3", node="node-a"))  # a pod that appeared since
+        run = start_run(cluster)
+        nodes = collect_inventory(run, source)
+        stored = CollectionRun.objects.get(pk=run.pk).pods
+        assert (stored, source.pods_listed) == (CollectionRun.PodsStatus.STORED, cycle + 1)
+        closed = [collect_node(run.pk, node, source)[1] for node in nodes]
+        assert closed == [False, True]  # the last node's outcome closes the run
+        run.refresh_from_db()
+        assert (run.status, run.nodes_ok) == (CollectionRun.Status.OK, 2)
 
-    def start(nodes: list[str]) -> None:
-        # What the Celery task enqueues; here the reads run at once, before the pods are listed.
-        assert source.pods_listed == 0
-        for node in nodes:
-            _, closed = collect_node(run.pk, node, source)
-            read_before_pods.append((node, closed))
-
-    closed_by_pods = collect_inventory_and_start(run, start)
-
-    assert read_before_pods == [("node-a", False), ("node-b", False)]  # every node done, pods pending: still open
-    assert closed_by_pods is True
-    run.refresh_from_db()
-    assert (run.status, run.pods, run.nodes_ok) == (CollectionRun.Status.OK, CollectionRun.PodsStatus.STORED, 2)
-    # The reads created the pods bare; the pod list then filled them in.
-    web = Pod.objects.get(cluster=cluster, name="web-1")
+    web = Pod.objects.get(cluster=cluster, name="web-3")
     assert web.node is not None
-    assert (web.uid, web.qos_class, web.node.name) == ("uid-shop-web-1", "Burstable", "node-a")
+    assert (web.uid, web.qos_class, web.node.name) == ("uid-shop-web-3", "Burstable", "node-a")
     assert Container.objects.get(pod=web, name="c0").request_mcpu == 250
 
 
 @pytest.mark.django_db
-def test_a_run_whose_pods_were_never_stored_is_closed_by_the_stale_run_sweep(monkeypatch):
+def test_a_run_whose_pods_were_never_stored_is_closed_by_the_stale_run_sweep():
     from datetime import timedelta
 
     from django.utils import timezone
@@ -81,16 +81,10 @@ def test_a_run_whose_pods_were_never_stored_is_closed_by_the_stale_run_sweep(mon
 
     cluster = f.cluster()
     source = _SplitSource()
-    monkeypatch.setattr("apps.collector.services.source_for", lambda cluster: source)
     run = start_run(cluster)
-
-    def start(nodes: list[str]) -> None:
-        for node in nodes:
-            collect_node(run.pk, node, source)
-        raise RuntimeError("the cycle task died before listing the pods")
-
-    with pytest.raises(RuntimeError):
-        collect_inventory_and_start(run, start)
+    store_node_list(run, source)  # the cycle task died here, before listing the pods
+    for node in ("node-a", "node-b"):
+        collect_node(run.pk, node, source)
     run.refresh_from_db()
     assert run.finished_at is None and run.pods == CollectionRun.PodsStatus.PENDING
 
