@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 
 from apps.clusters.kubelet import DEFAULT_PERIOD_US, quota_us_from_limit_mcpu, shares_from_request_mcpu
 from apps.clusters.models import Cluster, Container, Node
-from apps.telemetry.services import analyze_tables, rollup_hours
+from apps.telemetry.services import analyze_tables, copy_rows, rollup_hours
 
 from .cfs import SharesFloor, container_shares_floor, quota_ceiling_mcpu, shares_floor
 from .kernel import kernel_verdict
@@ -376,16 +376,16 @@ def _latest_sample_rows(ids: list[int], before: datetime) -> list[tuple]:
         return []
     condition, params = _in_ids(ids)
     if connection.vendor == "postgresql":
-        return _fetch(
+        sql = (
             f"SELECT DISTINCT ON (container_id) {_SAMPLE_COLUMNS_SQL} FROM telemetry_sample "  # noqa: S608 - constant columns
-            f"WHERE container_id {condition} AND ts <= %s ORDER BY container_id, ts DESC",
-            [*params, before],
+            f"WHERE container_id {condition} AND ts <= %s ORDER BY container_id, ts DESC"
         )
-    return _fetch(
-        f"SELECT {_SAMPLE_COLUMNS_SQL} FROM telemetry_sample s WHERE container_id {condition} AND ts = ("  # noqa: S608 - constant columns
-        "SELECT max(ts) FROM telemetry_sample l WHERE l.container_id = s.container_id AND l.ts <= %s)",
-        [*params, before],
-    )
+    else:
+        sql = (
+            f"SELECT {_SAMPLE_COLUMNS_SQL} FROM telemetry_sample s WHERE container_id {condition} AND ts = ("  # noqa: S608 - constant columns
+            "SELECT max(ts) FROM telemetry_sample l WHERE l.container_id = s.container_id AND l.ts <= %s)"
+        )
+    return _fetch(sql, [*params, before])
 
 
 # The columns _finding_row fills, in its order: every Finding column but the id.
@@ -458,12 +458,7 @@ def _write_findings(rows: list[tuple]) -> None:
             f"CREATE TEMP TABLE IF NOT EXISTS finding_load ON COMMIT DELETE ROWS AS "  # noqa: S608 - constant columns
             f"SELECT {columns} FROM advisor_finding WITH NO DATA"
         )
-        with cursor.cursor.copy(f"COPY finding_load ({columns}) FROM STDIN") as copy:
-            for row in rows:
-                values = list(row)
-                for i in json_at:
-                    values[i] = Jsonb(values[i])
-                copy.write_row(values)
+        copy_rows(cursor, "finding_load", names, (_with_jsonb(row, json_at) for row in rows))
         cursor.execute(
             f"INSERT INTO advisor_finding ({columns}) SELECT {columns} FROM finding_load "  # noqa: S608 - constant columns
             f"ON CONFLICT (container_id, {quote('window')}) DO UPDATE SET {updates} "
@@ -471,6 +466,13 @@ def _write_findings(rows: list[tuple]) -> None:
             f"WHERE advisor_finding.computed_at <= excluded.computed_at"
         )
         cursor.execute("TRUNCATE finding_load")
+
+
+def _with_jsonb(row: tuple, json_at: list[int]) -> list:
+    values = list(row)
+    for i in json_at:
+        values[i] = Jsonb(values[i])
+    return values
 
 
 def _finding_row(

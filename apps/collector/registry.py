@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from django.conf import settings
 
 from apps.clusters.models import Cluster, SourceKind
 from apps.telemetry.readings import CounterReading, NodeInfo, PodInfo
+
+_Listed = TypeVar("_Listed", NodeInfo, PodInfo)
 
 
 class SourceUnavailable(RuntimeError):
@@ -59,6 +61,16 @@ class NodeLister(Protocol):
     def list_pods(self) -> tuple[list[PodInfo], list[str]]: ...
 
 
+def _listed(call: Callable[[], tuple[list[_Listed], list[str]]]) -> tuple[list[_Listed], list[str]]:
+    """A list call of the Kubernetes source, its SourceError (the list failed) as SourceUnavailable."""
+    from apps.collector.sources import SourceError
+
+    try:
+        return call()
+    except SourceError as exc:
+        raise SourceUnavailable(str(exc)) from exc
+
+
 class KubernetesAdapter:
     """The Kubernetes API for inventory, each kubelet's /metrics/cadvisor (and opt-in configz) per node."""
 
@@ -85,21 +97,11 @@ class KubernetesAdapter:
 
     def list_nodes(self) -> tuple[list[NodeInfo], list[str]]:
         """Every node and the problems met listing them; SourceUnavailable when the list fails."""
-        from apps.collector.sources import SourceError
-
-        try:
-            return self.source.list_nodes()
-        except SourceError as exc:
-            raise SourceUnavailable(str(exc)) from exc
+        return _listed(self.source.list_nodes)
 
     def list_pods(self) -> tuple[list[PodInfo], list[str]]:
         """Every pod and the problems met listing them; SourceUnavailable when the list fails."""
-        from apps.collector.sources import SourceError
-
-        try:
-            return self.source.list_pods()
-        except SourceError as exc:
-            raise SourceUnavailable(str(exc)) from exc
+        return _listed(self.source.list_pods)
 
     def read_node(self, node: str, now: datetime) -> NodeRead:
         from apps.collector.cadvisor import parse_cadvisor

@@ -93,7 +93,7 @@ def store_pod_list(run: CollectionRun, source: Source, listed: Inventory | None 
     run and the pods stored before stay. Node reads of the cluster (another cycle's, overlapping) wait while the
     pods are written (see lock_cluster_ingest), so the two never lock pod and container rows in opposite orders.
     """
-    if run.finished_at is not None or CollectionRun.objects.filter(pk=run.pk, finished_at__isnull=False).exists():
+    if run.finished_at is not None:
         return False  # the nodes could not be stored: the run failed already
     cluster = run.cluster
     problems: list[str] = []
@@ -244,7 +244,8 @@ def close_stale_runs(max_age_s: float) -> int:
 
 def fail_run(run: CollectionRun, message: str) -> None:
     CollectionProblem.objects.create(run=run, node="", message=_storable_text(message))
-    CollectionRun.objects.filter(pk=run.pk).update(finished_at=timezone.now(), status=CollectionRun.Status.FAILED)
+    run.finished_at, run.status = timezone.now(), CollectionRun.Status.FAILED
+    CollectionRun.objects.filter(pk=run.pk).update(finished_at=run.finished_at, status=run.status)
 
 
 def _add_problems(run: CollectionRun, node: str, problems: list[str]) -> None:

@@ -270,14 +270,21 @@ ON CONFLICT (cluster_id, name) DO UPDATE SET {updates}, last_seen = excluded.las
 )
 
 
+def copy_rows(cursor: Any, table: str, columns: Iterable[str], rows: Iterable[Sequence[Any]]) -> None:
+    """PostgreSQL: COPY `rows` (tuples in `columns` order) into `table` through a Django cursor — how every bulk
+    write here reaches the database (temporary load tables, then one statement)."""
+    with cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
 def _upsert_nodes_in_sql(cluster: Cluster, nodes: Sequence[NodeInfo], now: datetime) -> None:
     """PostgreSQL: COPY and one statement (bulk_update's CASE expressions for 1,000 nodes took seconds per cycle)."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(_CREATE_NODE_LOAD)
         cursor.execute("TRUNCATE node_load")  # ON COMMIT empties it only at the outermost commit
-        with cursor.cursor.copy(f"COPY node_load (name, {', '.join(_NODE_REPORTED)}) FROM STDIN") as copy:
-            for node in nodes:
-                copy.write_row((node.name, *(getattr(node, c) for c in _NODE_REPORTED)))
+        rows = ((node.name, *(getattr(node, c) for c in _NODE_REPORTED)) for node in nodes)
+        copy_rows(cursor, "node_load", ("name", *_NODE_REPORTED), rows)
         cursor.execute(_UPSERT_NODES, {"cluster": cluster.pk, "now": now})
 
 
@@ -356,21 +363,25 @@ def _upsert_pods_in_sql(cluster: Cluster, pods: Sequence[PodInfo], now: datetime
         cursor.execute(_CREATE_CONTAINER_LOAD)
         # Emptied here too: ON COMMIT empties them only at the outermost commit, and a caller may upsert twice in one.
         cursor.execute("TRUNCATE pod_load, container_load")
-        with cursor.cursor.copy(
-            "COPY pod_load (namespace, name, uid, node_id, qos_class, workload_kind, workload_name) FROM STDIN"
-        ) as copy:
-            for p in pods:
-                copy.write_row(
-                    (p.namespace, p.name, p.uid, node_ids.get(p.node), p.qos_class, p.workload_kind, p.workload_name)
-                )
-        with cursor.cursor.copy(
-            "COPY container_load (namespace, pod, name, container_id, request_mcpu, limit_mcpu, restarts) FROM STDIN"
-        ) as copy:
-            for p in pods:
-                for c in p.containers:
-                    copy.write_row(
-                        (p.namespace, p.name, c.name, c.container_id, c.request_mcpu, c.limit_mcpu, c.restarts)
-                    )
+        copy_rows(
+            cursor,
+            "pod_load",
+            ("namespace", "name", "uid", "node_id", "qos_class", "workload_kind", "workload_name"),
+            (
+                (p.namespace, p.name, p.uid, node_ids.get(p.node), p.qos_class, p.workload_kind, p.workload_name)
+                for p in pods
+            ),
+        )
+        copy_rows(
+            cursor,
+            "container_load",
+            ("namespace", "pod", "name", "container_id", "request_mcpu", "limit_mcpu", "restarts"),
+            (
+                (p.namespace, p.name, c.name, c.container_id, c.request_mcpu, c.limit_mcpu, c.restarts)
+                for p in pods
+                for c in p.containers
+            ),
+        )
         cursor.execute("ANALYZE pod_load, container_load")
         cursor.execute(_UPSERT_PODS, params)
         cursor.execute(_UPSERT_CONTAINERS, params)
@@ -826,20 +837,20 @@ def _ingest_in_sql(
     with transaction.atomic(), connection.cursor() as cursor:
         lock_cluster_ingest(cluster, exclusive=False)
         cursor.execute(_CREATE_LOAD)
-        with cursor.cursor.copy(f"COPY reading_load ({', '.join(_LOAD_COLUMNS)}) FROM STDIN") as copy:
-            for reading in readings:
-                copy.write_row(
-                    (
-                        reading.namespace,
-                        reading.pod,
-                        reading.container,
-                        reading.node,
-                        reading.ts,
-                        *_checked_counters(reading, result),
-                        reading.threads,
-                        reading.period_us,
-                    )
-                )
+        rows = (
+            (
+                reading.namespace,
+                reading.pod,
+                reading.container,
+                reading.node,
+                reading.ts,
+                *_checked_counters(reading, result),
+                reading.threads,
+                reading.period_us,
+            )
+            for reading in readings
+        )
+        copy_rows(cursor, "reading_load", _LOAD_COLUMNS, rows)
         if _needs_analyze(len(readings)):
             cursor.execute("ANALYZE reading_load")
         cursor.execute(_CREATE_MISSING_PODS, params)
@@ -894,10 +905,7 @@ def _copy_samples(rows: Sequence[tuple]) -> int:
         cursor.execute(
             "CREATE TEMP TABLE IF NOT EXISTS sample_load (LIKE telemetry_sample INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
         )
-        raw = cursor.cursor  # the psycopg cursor, for COPY
-        with raw.copy(f"COPY sample_load ({cols}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+        copy_rows(cursor, "sample_load", SAMPLE_COLUMNS, rows)
         cursor.execute(f"INSERT INTO telemetry_sample ({cols}) SELECT {cols} FROM sample_load ON CONFLICT DO NOTHING")  # noqa: S608 - constant column names
         inserted = cursor.rowcount
         cursor.execute("TRUNCATE sample_load")
@@ -923,9 +931,7 @@ def _upsert_heads(heads: list[tuple]) -> None:
             cursor.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS head_load (LIKE telemetry_serieshead) ON COMMIT DELETE ROWS"
             )
-            with cursor.cursor.copy(f"COPY head_load ({cols}) FROM STDIN") as copy:
-                for row in heads:
-                    copy.write_row(row)
+            copy_rows(cursor, "head_load", HEAD_COLUMNS, heads)
             cursor.execute(f"INSERT INTO telemetry_serieshead ({cols}) SELECT {cols} FROM head_load {conflict}")  # noqa: S608 - constant column names
             cursor.execute("TRUNCATE head_load")
         else:

@@ -8,28 +8,14 @@ import pytest
 
 from apps.clusters.models import Cluster, Container, Node, Pod
 from apps.telemetry.readings import ContainerInfo, NodeInfo, PodInfo
-from apps.telemetry.services import upsert_nodes, upsert_pods
+from apps.telemetry.services import _NODE_REPORTED, upsert_nodes, upsert_pods
 from tests import factories as f
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
 
 def _stored(cluster: Cluster) -> tuple[list[tuple], list[tuple], list[tuple]]:
-    nodes = sorted(
-        Node.objects.filter(cluster=cluster).values_list(
-            "name",
-            "capacity_mcpu",
-            "allocatable_mcpu",
-            "kernel_version",
-            "os_image",
-            "container_runtime",
-            "kubelet_version",
-            "cpu_manager_policy",
-            "cfs_slice_us",
-            "cpufreq_governor",
-            "last_seen",
-        )
-    )
+    nodes = sorted(Node.objects.filter(cluster=cluster).values_list("name", *_NODE_REPORTED, "last_seen"))
     pods = sorted(
         Pod.objects.filter(cluster=cluster).values_list(
             "namespace", "name", "uid", "node__name", "qos_class", "workload_kind", "workload_name", "last_seen"
