@@ -60,6 +60,22 @@ def _all_pids(controller: CpuController, root: str) -> list[int]:
     return cgroups.tree_pids(controller, root)
 
 
+def _settled_pids(controller: CpuController, root: str, timeout_s: float = 5, quiet_s: float = 0.3) -> list[int]:
+    """The root's pids once their number has held still for `quiet_s`: a workload that has just started may still
+    be forking its processes into its cgroup (counted straight after lab_up, a run once saw 6 of 7)."""
+    deadline = time.monotonic() + timeout_s
+    pids = _all_pids(controller, root)
+    still_since = time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.02)
+        now = _all_pids(controller, root)
+        if len(now) != len(pids):
+            pids, still_since = now, time.monotonic()
+        elif time.monotonic() - still_since >= quiet_s:
+            return now
+    return pids
+
+
 def _wait_for_tasks(cpu_dir: str, count: int, timeout_s: float = 10) -> int:
     deadline = time.monotonic() + timeout_s
     while len(cgroups.read_pids(cpu_dir)) < count and time.monotonic() < deadline:
@@ -238,7 +254,7 @@ def test_lab_up_after_losing_its_state_cleans_the_root_it_finds(
     joins = "; ".join(f"echo $$ > {p}" for p in cgroups.procs_files(controller, lab_root, "stray"))
     stray = subprocess.Popen(["sh", "-c", f"{joins}; exec sleep 60"])
     _wait_for_tasks(controller.cpu_dir(f"{lab_root}/stray"), 1)
-    old_pids = _all_pids(controller, lab_root)
+    old_pids = _settled_pids(controller, lab_root)
     (state_dir / runtime.STATE_FILE).unlink()  # the runtime's memory of the run is gone
 
     fresh = runtime.lab_up(scenario, root=lab_root, state_dir=state_dir)
@@ -247,7 +263,7 @@ def test_lab_up_after_losing_its_state_cleans_the_root_it_finds(
     assert set(old_pids) <= set(fresh.cleanup.stale_pids)
     assert not wait_until_gone(old_pids)
     assert not os.path.exists(controller.cpu_dir(f"{lab_root}/stray"))
-    new_pids = _all_pids(controller, lab_root)
+    new_pids = _settled_pids(controller, lab_root)
     assert not set(new_pids) & set(old_pids)
     assert len(new_pids) == len(old_pids) - 1  # the same scenario again, minus the stray
     stray.poll()
