@@ -88,11 +88,26 @@ def database_from_url(url: str) -> dict[str, Any]:
 DEBUG = env_bool("DEBUG")
 DATA_DIR = Path(os.environ.get("CPUTUNE_DATA_DIR", BASE_DIR / "var"))
 
-SECRET_KEY = os.environ.get("SECRET_KEY", "")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY is required unless DEBUG=1 (`make run` generates one under var/).")
-    SECRET_KEY = "insecure-debug-only-key"  # noqa: S105 - only ever used with DEBUG on
+
+
+def secret_key(data_dir: Path, debug: bool) -> str:
+    """SECRET_KEY from the environment, else the one `make run` generated in the data folder (so commands run in
+    another terminal sign with the same key), else — with DEBUG only — a fixed development key."""
+    key = os.environ.get("SECRET_KEY", "").strip()
+    key_file = data_dir / "secret_key"
+    if not key and key_file.is_file():
+        key = key_file.read_text().strip()
+    if key:
+        return key
+    if not debug:
+        raise ImproperlyConfigured(
+            f"SECRET_KEY is required unless DEBUG=1: export SECRET_KEY, or run `make run` once (it writes one to "
+            f"{key_file}, which every command then reads)."
+        )
+    return "insecure-debug-only-key"  # only ever used with DEBUG on
+
+
+SECRET_KEY = secret_key(DATA_DIR, DEBUG)
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -107,6 +122,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served from this site: /api/docs/ works without internet
     "apps.clusters",
     "apps.telemetry",
     "apps.collector",
@@ -298,6 +314,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "CFS throttling findings per container: shares floor, quota ceiling, throttle ratio, recommendations.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # The kernel verdict appears as `verdict` (kernel-check) and `kernel_verdict` (report rows): one enum, one name.
     "ENUM_NAME_OVERRIDES": {"KernelVerdictEnum": ["fixed", "affected", "unknown"]},
 }

@@ -197,3 +197,29 @@ def test_a_person_finds_the_worst_pod_exports_it_and_a_bot_fetches_the_same(bot_
     with urllib.request.urlopen(request, timeout=10) as response:
         message = response.read().decode()
     assert worst in message and f"{site}/c/demo/ns/shop/" in message
+
+
+def test_the_api_docs_draw_their_operations_with_no_host_but_this_one_reachable(browser, site: str) -> None:
+    """Swagger UI comes from this site (the sidecar's files), not a CDN: with every other host refused, as on a
+    machine without internet, /api/docs/ still lists the API's operations."""
+    context = browser.new_context(viewport=LAPTOP)
+    context.set_default_timeout(TIMEOUT_MS)
+    outside: list[str] = []
+
+    def only_this_site(route) -> None:
+        if route.request.url.startswith(site):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_this_site)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{site}/api/docs/")
+    page.wait_for_selector(".opblock-summary-path")
+    paths = page.locator(".opblock-summary-path").all_inner_texts()
+    assert "/api/v1/kernel-check/" in paths and any(p.endswith("/summary/") for p in paths)
+    shoot(page, "api-docs-laptop")
+    assert outside == [] and errors == []

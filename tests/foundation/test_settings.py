@@ -59,3 +59,18 @@ def test_beat_entries_expire_just_under_their_interval():
     for entry in schedule.values():
         assert 0 < entry["options"]["expires"] < entry["schedule"]
     assert schedule["collect-all-clusters"]["schedule"] == 60.0
+
+
+def test_without_secret_key_in_the_environment_the_key_make_run_generated_is_used(tmp_path):
+    """`make run` writes var/secret_key; commands run in another terminal (create_token, lab status) must sign with
+    it instead of failing for want of SECRET_KEY."""
+    (tmp_path / "secret_key").write_text("generated-by-make-run-" + "x" * 40 + "\n")
+    code = "import django; django.setup(); from django.conf import settings; print(settings.SECRET_KEY)"
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "DEBUG", "SECRET_KEY", "REDIS_URL"}}
+    env.update({"DJANGO_SETTINGS_MODULE": "cputune.settings", "CPUTUNE_DATA_DIR": str(tmp_path)})
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "generated-by-make-run-" + "x" * 40
+    env["SECRET_KEY"] = "from-the-environment-wins-" + "y" * 30
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == env["SECRET_KEY"]
