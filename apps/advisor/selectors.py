@@ -6,18 +6,20 @@ Report rows and recommendation rows are built here once, so the page, the CSV ex
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, Max, Q, QuerySet
 
 from apps.clusters.kubelet import DEFAULT_PERIOD_US
 from apps.clusters.models import Cluster
 
 from .explain import explain_paragraphs
 from .kernel import kernel_verdict
-from .models import Finding, Window
+from .models import WINDOW_SECONDS, Finding, Window
 from .rules import ContainerFacts, Policy, Recommendation
-from .services import policy_from_settings
+from .services import next_refresh_at, policy_from_settings
 from .windows import WindowSummary
 
 # Report row fields, in the contract's order: JSON keys and CSV columns.
@@ -128,6 +130,68 @@ def findings(
         qs = qs.filter(container__pod__workload_name=workload)
     return qs.order_by(
         F("throttle_ratio").desc(nulls_last=True), "namespace", "container__pod__name", "container__name"
+    )
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What a window's findings rest on, so a page or a message never passes missing data off as good news: when
+    they were computed, how much of the window their data spans, and when the next refresh is due."""
+
+    window: str
+    window_seconds: int
+    containers: int  # containers with a finding for the window
+    measured: int  # of which with a throttle ratio or a usage figure
+    lifetime: int  # of which with lifetime figures: one reading, counters since the container started
+    computed_at: datetime | None
+    covered_seconds: float | None  # the longest span any container's data covers in the window
+    next_refresh_at: datetime | None
+
+    @property
+    def computed(self) -> bool:
+        """Some figure exists: False before the window's first refresh with data (every ratio would read "—")."""
+        return self.measured > 0
+
+    @property
+    def covered_minutes(self) -> int:
+        return int((self.covered_seconds or 0) // 60)
+
+    @property
+    def window_minutes(self) -> int:
+        return self.window_seconds // 60
+
+    @property
+    def partial(self) -> bool:
+        """The data spans less than 90 % of the window: say how much ("7 of 60 min")."""
+        return (self.covered_seconds or 0) < 0.9 * self.window_seconds
+
+
+def window_coverage(
+    cluster: Cluster, window: str, *, namespace: str | None = None, container_ids: Iterable[int] | None = None
+) -> Coverage:
+    """The Coverage of a cluster's (or a namespace's, or some containers') findings for `window`, in one query."""
+    qs = Finding.objects.filter(cluster=cluster, window=window)
+    if namespace is not None:
+        qs = qs.filter(namespace=namespace)
+    if container_ids is not None:
+        qs = qs.filter(container_id__in=list(container_ids))
+    agg = qs.aggregate(
+        containers=Count("id"),
+        measured=Count("id", filter=Q(throttle_ratio__isnull=False) | Q(usage_avg_mcpu__isnull=False)),
+        lifetime=Count("id", filter=Q(lifetime=True)),
+        computed_at=Max("computed_at"),
+        covered=Max("covered_seconds"),
+    )
+    computed_at = agg["computed_at"]
+    return Coverage(
+        window=window,
+        window_seconds=WINDOW_SECONDS[Window(window)],
+        containers=agg["containers"],
+        measured=agg["measured"],
+        lifetime=agg["lifetime"],
+        computed_at=computed_at,
+        covered_seconds=agg["covered"],
+        next_refresh_at=next_refresh_at(window, computed_at, agg["covered"]) if computed_at else None,
     )
 
 

@@ -102,15 +102,31 @@ def refresh_findings(
 
 
 def windows_due(cluster: Cluster, *, now: datetime) -> list[str]:
-    """The windows a scheduled refresh recomputes: 1 h always, 24 h and 7 d when their findings are older than
-    CPUTUNE_LONG_WINDOW_REFRESH seconds (or missing). With a week of history the long windows read 192 hourly
-    rollups per container and took most of a refresh; their figures move little from one minute to the next."""
+    """The windows a scheduled refresh recomputes: 1 h always; 24 h and 7 d when their findings are older than
+    CPUTUNE_LONG_WINDOW_REFRESH seconds, missing, or still young — resting on less history than that interval, as in
+    a new install's first minutes, when a refresh is cheap and waiting would leave the long windows empty. With a
+    week of history the long windows read 192 hourly rollups per container and took most of a refresh."""
     due = [str(Window.HOUR)]
+    every = settings.CPUTUNE_LONG_WINDOW_REFRESH
     for window in (Window.DAY, Window.WEEK):
-        latest = Finding.objects.filter(cluster=cluster, window=window).aggregate(latest=Max("computed_at"))["latest"]
-        if latest is None or (now - latest).total_seconds() >= settings.CPUTUNE_LONG_WINDOW_REFRESH:
+        latest = Finding.objects.filter(cluster=cluster, window=window).aggregate(
+            computed=Max("computed_at"), covered=Max("covered_seconds")
+        )
+        if (
+            latest["computed"] is None
+            or (now - latest["computed"]).total_seconds() >= every
+            or (latest["covered"] or 0) < every
+        ):
             due.append(str(window))
     return due
+
+
+def next_refresh_at(window: str, computed_at: datetime, covered_seconds: float | None) -> datetime:
+    """When the findings of `window` computed at `computed_at` are next recomputed (the rule of windows_due)."""
+    every = settings.CPUTUNE_COLLECT_INTERVAL
+    if window != Window.HOUR and (covered_seconds or 0) >= settings.CPUTUNE_LONG_WINDOW_REFRESH:
+        every = max(every, settings.CPUTUNE_LONG_WINDOW_REFRESH)
+    return computed_at + timedelta(seconds=every)
 
 
 def prepare_refresh(cluster: Cluster, *, now: datetime, windows: Iterable[str] = tuple(Window.values)) -> None:
@@ -454,10 +470,7 @@ def _write_findings(rows: list[tuple]) -> None:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.executemany(
                 f"INSERT INTO advisor_finding ({columns}) VALUES ({placeholders}) {upsert}",  # noqa: S608 - constant columns
-                [
-                    [f.get_db_prep_save(v, connection) for f, v in zip(fields, row, strict=True)]
-                    for row in rows
-                ],
+                [[f.get_db_prep_save(v, connection) for f, v in zip(fields, row, strict=True)] for row in rows],
             )
         return
     json_at = [i for i, c in enumerate(FINDING_COLUMNS) if c in _JSON_COLUMNS]

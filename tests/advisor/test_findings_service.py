@@ -180,3 +180,25 @@ def test_scheduled_refreshes_recompute_the_long_windows_every_ten_minutes_and_th
     Finding.objects.filter(cluster=cluster, window="7d").delete()  # never computed: due at once
     settings.CPUTUNE_LONG_WINDOW_REFRESH = 600
     assert windows_due(cluster, now=NOW + timedelta(seconds=60)) == ["1h", "7d"]
+
+
+def test_in_a_new_installs_first_minutes_the_long_windows_follow_every_collection_and_say_what_they_cover():
+    """Ten minutes of history: the 24 h and 7 d findings would otherwise wait CPUTUNE_LONG_WINDOW_REFRESH with
+    whatever the first refresh saw. While they rest on less history than that, every collection recomputes them,
+    and their coverage says how much of the window the figures span and when they are recomputed next."""
+    from apps.advisor.selectors import window_coverage
+    from apps.advisor.services import windows_due
+
+    cluster = build_cluster("young", minutes=7, step_s=60, now=NOW, kernel="4.19.76")
+    assert windows_due(cluster, now=NOW + timedelta(seconds=60)) == ["1h", "24h", "7d"]
+    day = window_coverage(cluster, "24h")
+    assert day.computed and day.partial and day.containers == day.measured > 0
+    assert day.covered_minutes == 7 and day.window_minutes == 1440
+    assert day.computed_at == NOW and day.next_refresh_at == NOW + timedelta(seconds=60)  # every collection
+    hour = window_coverage(cluster, "1h", namespace="shop")
+    assert hour.covered_minutes == 7 and hour.lifetime == 0
+
+    grown = build_cluster("grown", minutes=30, step_s=60, now=NOW, kernel="4.19.76")
+    assert window_coverage(grown, "24h").next_refresh_at == NOW + timedelta(seconds=600)
+    Finding.objects.filter(cluster=grown, window="24h").update(throttle_ratio=None, usage_avg_mcpu=None)
+    assert not window_coverage(grown, "24h").computed
