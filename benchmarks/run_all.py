@@ -79,6 +79,19 @@ def fmt(value: object) -> str:
     return "—" if value is None else str(value)
 
 
+RESULT_KEYS = ("name", "value", "unit", "target", "baseline", "machine", "date")
+
+
+def write_results(path: Path, rows: list[dict]) -> None:
+    """Merge this run's figures into results.json: each figure measured now replaces its older value, and every
+    figure this run did not measure (`make bench-scale`'s and `make bench-storage`'s after `make bench`, a script that
+    failed) keeps its latest one."""
+    fresh = [{k: r.get(k) for k in RESULT_KEYS} for r in rows]
+    names = {r["name"] for r in fresh}
+    kept = json.loads(path.read_text()) if path.exists() else []
+    path.write_text(json.dumps([r for r in kept if r["name"] not in names] + fresh, indent=2) + "\n")
+
+
 def main(argv: list[str]) -> int:
     chosen = argv or SCRIPTS
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -116,12 +129,7 @@ def main(argv: list[str]) -> int:
         results_md.write_text("# Benchmark results\n\nAppended by `make bench` (benchmarks/run_all.py).\n\n")
     with results_md.open("a") as f:
         f.write("\n" + table + "\n")
-    # A partial run (named scripts) replaces its own figures and keeps the others' latest ones.
-    results_json = HERE / "results.json"
-    fresh = [{k: r.get(k) for k in ("name", "value", "unit", "target", "baseline", "machine", "date")} for r in rows]
-    names = {r["name"] for r in fresh}
-    kept = json.loads(results_json.read_text()) if results_json.exists() and argv else []
-    results_json.write_text(json.dumps([r for r in kept if r["name"] not in names] + fresh, indent=2) + "\n")
+    write_results(HERE / "results.json", rows)
     return 0 if all(s.startswith("ok") for s in statuses.values()) else 1
 
 

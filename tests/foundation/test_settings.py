@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,3 +75,17 @@ def test_without_secret_key_in_the_environment_the_key_make_run_generated_is_use
     env["SECRET_KEY"] = "from-the-environment-wins-" + "y" * 30
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == env["SECRET_KEY"]
+
+
+def test_every_variable_the_settings_and_make_run_read_is_in_env_example_and_the_readme():
+    read = set()
+    for source in ("cputune/settings.py", "cputune/launcher.py"):
+        text = (ROOT / source).read_text()
+        read |= set(
+            re.findall(r"(?:env_bool|env_int|env_float|env_list|environ\.get|env\.get)\(\s*\"([A-Z_]+)\"", text)
+        )
+    assert {"SECRET_KEY", "CPUTUNE_PORT", "CPUTUNE_HOST", "DATABASE_URL"} <= read
+    example = set(re.findall(r"^([A-Z_]+)=", (ROOT / ".env.example").read_text(), flags=re.M))
+    readme = (ROOT / "README.md").read_text()
+    assert read - example == set()
+    assert {name for name in read if f"`{name}`" not in readme} == set()
