@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-import run_all  # noqa: E402 - the benchmark runner is a script folder, not a package
+import run_all
 
 
 def figure(name: str, value: float, date: str) -> dict:
