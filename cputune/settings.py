@@ -89,7 +89,6 @@ DEBUG = env_bool("DEBUG")
 DATA_DIR = Path(os.environ.get("CPUTUNE_DATA_DIR", BASE_DIR / "var"))
 
 
-
 def secret_key(data_dir: Path, debug: bool) -> str:
     """SECRET_KEY from the environment, else the one `make run` generated in the data folder (so commands run in
     another terminal sign with the same key), else — with DEBUG only — a fixed development key."""
