@@ -465,7 +465,8 @@ def _write_findings(rows: list[tuple]) -> None:
         "WHERE advisor_finding.computed_at <= excluded.computed_at"
     )
     if connection.vendor != "postgresql":
-        fields = [Finding._meta.get_field(c) for c in FINDING_COLUMNS]
+        by_column = {f.attname: f for f in Finding._meta.concrete_fields}
+        fields = [by_column[c] for c in FINDING_COLUMNS]
         placeholders = ", ".join(["%s"] * len(fields))
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.executemany(
