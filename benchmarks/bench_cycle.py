@@ -2,7 +2,7 @@
 
     python benchmarks/bench_cycle.py [--nodes 1000] [--concurrency 2] [--cycles 2]
 
-The API-server stand-in (apps/collector/apiserver_standin.py) runs in its own process and serves N copies of the
+The API-server stand-in (standins/apiserver.py) runs in its own process and serves N copies of the
 recorded 1.33 minikube node (24 pods, its real 1.3 MB cAdvisor scrape, renamed per copy). A worker with
 `--concurrency` processes takes the cycle task and one task per node. Printed per cycle: wall time from enqueue to
 the run closing, node tasks/s, readings/s, samples written, and the workers' peak RSS (VmHWM).
@@ -35,7 +35,7 @@ FIXTURE = ROOT / "tests/fixtures/clusters/k8s-1.33-minikube"
 
 STANDIN = """
 import sys, time
-from apps.collector.apiserver_standin import ApiServerStandin
+from standins.apiserver import ApiServerStandin
 with ApiServerStandin(sys.argv[1], replicas=int(sys.argv[2])) as server:
     server.write_kubeconfig(sys.argv[3])
     print("ready", flush=True)

@@ -1,4 +1,4 @@
-"""End-to-end scale run: the simulated cluster (apps/lab/simulator.py) collected by real Celery workers on Redis into
+"""End-to-end scale run: the simulated cluster (standins/simulator.py) collected by real Celery workers on Redis into
 PostgreSQL, then the pages and the API at that size.
 
     python benchmarks/bench_scale.py [--nodes 100,1000] [--cycles 2] [--concurrency 4] [--seed 1] [--requests 10]
@@ -424,7 +424,7 @@ def main() -> None:
         sim = worker = None
         try:
             sim = subprocess.Popen(
-                [sys.executable, "-m", "apps.lab.simulator", "--nodes", str(nodes), "--seed", str(args.seed),
+                [sys.executable, "-m", "standins.simulator", "--nodes", str(nodes), "--seed", str(args.seed),
                  "--kubeconfig", str(kubeconfig), "--processes", str(args.sim_processes)],
                 cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True,
             )  # fmt: skip
@@ -432,7 +432,7 @@ def main() -> None:
             banner = [sim.stdout.readline().strip() for _ in range(3)]
             url = banner[-1]
             print(f"\n== {nodes} nodes: {banner[0]}", flush=True)
-            from apps.lab.simulator import DEFAULT_TOKEN, SimulatedCluster, SimulatorConfig
+            from standins.simulator import DEFAULT_TOKEN, SimulatedCluster, SimulatorConfig
 
             simulated = SimulatedCluster(SimulatorConfig(nodes=nodes, seed=args.seed))
             healthy = [simulated.node_name(i) for i in range(nodes) if simulated.node_fault(i) == "ok"][:50]

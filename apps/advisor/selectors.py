@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db.models import Count, Max, Q, QuerySet
@@ -320,3 +320,40 @@ def explanation(finding: Finding, policy: Policy | None = None) -> tuple[str, ..
         for r in finding.recommendations
     ]
     return explain_paragraphs(facts, recommendations, policy or policy_from_settings())
+
+
+def findings_glance(cluster: Cluster, computed_at: datetime, *, top: int = 5) -> list[str]:
+    """The cluster's 1-hour findings at a glance, as lines for a command to print: how many containers, how many
+    with a ratio (and from lifetime counters), over the target, the `top` most throttled, the advice by kind."""
+    target = float(policy_from_settings().throttle_target)
+    containers = lifetime = with_ratio = throttled = 0
+    kinds: dict[str, int] = {}
+    ranked: list[tuple[str, float, int | None, bool]] = []
+    for finding in Finding.objects.filter(cluster=cluster, window=Window.HOUR).select_related("container__pod"):
+        containers += 1
+        lifetime += finding.lifetime
+        for recommendation in finding.recommendations or []:
+            kind = str(recommendation.get("kind"))
+            kinds[kind] = kinds.get(kind, 0) + 1
+        if finding.throttle_ratio is None:
+            continue
+        with_ratio += 1
+        throttled += finding.throttle_ratio >= target
+        pod = finding.container.pod
+        name = f"{pod.namespace}/{pod.name}/{finding.container.name}"
+        ranked.append((name, finding.throttle_ratio, finding.periods, finding.lifetime))
+    ranked.sort(key=lambda row: (-row[1], -(row[2] or 0), row[0]))
+    lines = [
+        f"Findings (last hour to {computed_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC): {containers} container(s), "
+        f"{with_ratio} with a throttle ratio ({lifetime} from lifetime counters); "
+        f"{throttled} at or above the {target:.0%} target."
+    ]
+    for name, ratio, periods, is_lifetime in ranked[:top]:
+        scope = "since the container started" if is_lifetime else "in the window"
+        lines.append(f"  {ratio:6.1%} of {periods if periods is not None else '?'} periods throttled {scope}: {name}")
+    if kinds:
+        by_count = sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))
+        lines.append("  Recommendations: " + ", ".join(f"{kind} ×{n}" for kind, n in by_count))
+    else:
+        lines.append("  No recommendations.")
+    return lines

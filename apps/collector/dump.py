@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -41,10 +40,10 @@ from apps.collector.models import CollectionProblem, CollectionRun, NodeResult
 from apps.telemetry.models import SeriesHead
 from apps.telemetry.readings import CounterReading, NodeInfo, PodInfo
 from apps.telemetry.services import ingest_readings, upsert_nodes, upsert_pods
+from apps.telemetry.signals import announce_series_stored
 
 __all__ = [
     "DumpError",
-    "FindingsGlance",
     "ImportResult",
     "ScrapeResult",
     "format_summary",
@@ -77,22 +76,6 @@ class ScrapeResult:
 
 
 @dataclass
-class FindingsGlance:
-    """The findings of the 1-hour window after the import, at a glance."""
-
-    computed_at: datetime
-    containers: int = 0
-    lifetime: int = 0  # findings that rest on a single reading (lifetime counters)
-    with_ratio: int = 0
-    throttled: int = 0  # throttle ratio at or above the target
-    target: float = 0.1
-    top: list[tuple[str, float, int | None, bool]] = field(
-        default_factory=list
-    )  # ns/pod/container, ratio, periods, lifetime
-    recommendations: dict[str, int] = field(default_factory=dict)  # kind → containers
-
-
-@dataclass
 class ImportResult:
     cluster: str
     cluster_created: bool
@@ -114,7 +97,7 @@ class ImportResult:
     scrapes: list[ScrapeResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # unreadable objects, bad scrape lines, impossible counters
     warnings: list[str] = field(default_factory=list)
-    findings: FindingsGlance | None = None
+    downstream: list[str] = field(default_factory=list)  # what the layers above said of the readings (findings)
 
 
 # ---------------------------------------------------------------------------------------------------- reading input
@@ -221,7 +204,7 @@ def import_dump(
     reading; without it the scrape's sample timestamps are used, else `now` (the import time). All files are read
     and checked first: DumpError (naming the file) means nothing was written. A scrape's node missing from the
     nodes file is a warning, its readings are kept; malformed scrape lines and unreadable objects are counted
-    problems. Returns what was stored, and the findings at a glance.
+    problems. Returns what was stored, and what the layers above said of it (the findings at a glance).
     """
     if at is not None and at.tzinfo is None:
         raise DumpError(f"--at {at.isoformat()} has no time zone: give one (e.g. {at.isoformat()}Z)")
@@ -304,10 +287,7 @@ def import_dump(
         result.warnings.append(
             f"the batch is from {_when(batch_at)}, not the last hour: findings are computed as of that instant"
         )
-    from apps.advisor.services import refresh_findings
-
-    refresh_findings(cluster, now=findings_at)
-    result.findings = _glance(cluster, findings_at)
+    result.downstream = announce_series_stored(cluster, at=findings_at, wait=True)
     return result
 
 
@@ -387,38 +367,6 @@ def _store_problems(run: CollectionRun, result: ImportResult) -> None:
     )
 
 
-def _glance(cluster: Cluster, computed_at: datetime) -> FindingsGlance:
-    from apps.advisor.models import Finding, Window
-
-    target = float(settings.CPUTUNE_THROTTLE_TARGET)
-    glance = FindingsGlance(computed_at=computed_at, target=target)
-    rows = Finding.objects.filter(cluster=cluster, window=Window.HOUR).select_related("container__pod")
-    kinds: Counter[str] = Counter()
-    ranked: list[tuple[str, float, int | None, bool]] = []
-    for finding in rows:
-        glance.containers += 1
-        glance.lifetime += finding.lifetime
-        for recommendation in finding.recommendations or []:
-            kinds[str(recommendation.get("kind"))] += 1
-        if finding.throttle_ratio is None:
-            continue
-        glance.with_ratio += 1
-        glance.throttled += finding.throttle_ratio >= target
-        pod = finding.container.pod
-        ranked.append(
-            (
-                f"{pod.namespace}/{pod.name}/{finding.container.name}",
-                finding.throttle_ratio,
-                finding.periods,
-                finding.lifetime,
-            )
-        )
-    ranked.sort(key=lambda row: (-row[1], -(row[2] or 0), row[0]))
-    glance.top = ranked[:5]
-    glance.recommendations = dict(kinds.most_common())
-    return glance
-
-
 # ---------------------------------------------------------------------------------------------------------- summary
 
 
@@ -464,21 +412,5 @@ def format_summary(result: ImportResult, *, max_lines: int = 10) -> list[str]:
         lines.append(f"  … and {len(result.problems) - max_lines} more (stored on the collection run)")
     for warning in result.warnings:
         lines.append(f"Warning: {warning}")
-    glance = result.findings
-    if glance is not None:
-        lines.append(
-            f"Findings (last hour to {_when(glance.computed_at)}): {glance.containers} container(s), "
-            f"{glance.with_ratio} with a throttle ratio ({glance.lifetime} from lifetime counters); "
-            f"{glance.throttled} at or above the {glance.target:.0%} target."
-        )
-        for name, ratio, periods, lifetime in glance.top:
-            scope = "since the container started" if lifetime else "in the window"
-            lines.append(
-                f"  {ratio:6.1%} of {periods if periods is not None else '?'} periods throttled {scope}: {name}"
-            )
-        if glance.recommendations:
-            kinds = ", ".join(f"{kind} ×{n}" for kind, n in glance.recommendations.items())
-            lines.append(f"  Recommendations: {kinds}")
-        else:
-            lines.append("  No recommendations.")
+    lines.extend(result.downstream)
     return lines

@@ -17,6 +17,7 @@ from django.utils import timezone
 from apps.clusters.models import Cluster, Node
 from apps.telemetry.readings import PodInfo
 from apps.telemetry.services import ingest_readings, lock_cluster_ingest, upsert_nodes, upsert_pods
+from apps.telemetry.signals import announce_series_stored
 
 from .models import CollectionProblem, CollectionRun, NodeResult
 from .registry import Inventory, NodeLister, Source, SourceUnavailable, cached_source_for, source_for
@@ -265,6 +266,12 @@ def _storable_text(message: str) -> str:
     return message[:2000].encode("utf-8", "backslashreplace").decode().replace("\x00", "\\x00")
 
 
+def announce_run_closed(run_id: int) -> None:
+    """Tell the layers above that a worker's cycle stored its readings (they enqueue their work after the commit)."""
+    cluster = Cluster.objects.get(runs__pk=run_id)
+    announce_series_stored(cluster, at=timezone.now(), wait=False)
+
+
 def collect_once(cluster: Cluster, *, workers: int = 4, refresh: bool = True) -> CollectionRun:
     """A whole cycle in this process (manage.py collect --once, tests): inventory, then the nodes in a thread pool
     (scrapes wait on the network), each failure recorded against its node; then the findings are refreshed."""
@@ -298,7 +305,5 @@ def collect_once(cluster: Cluster, *, workers: int = 4, refresh: bool = True) ->
         source.close()
     run.refresh_from_db()
     if refresh and run.nodes_ok:
-        from apps.advisor.services import refresh_findings
-
-        refresh_findings(cluster)
+        announce_series_stored(cluster, at=timezone.now(), wait=True)
     return run

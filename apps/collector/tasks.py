@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import logging
 
-from celery import Task, current_app, shared_task
+from celery import Task, shared_task
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, close_old_connections, transaction
+from django.db import InterfaceError, OperationalError, close_old_connections
 
 from apps.clusters.models import Cluster
 
@@ -25,9 +25,8 @@ NODE_READ_ERRORS = (SourceError, ScrapeError)
 
 
 def _enqueue_advisor(run_id: int) -> None:
-    """The run is closed: findings are computed by their own task, not inside the last node's."""
-    cluster_id = services.CollectionRun.objects.values_list("cluster_id", flat=True).get(pk=run_id)
-    transaction.on_commit(lambda: current_app.send_task("advisor.refresh", args=[cluster_id], expires=_expires()))
+    """The run is closed: announce it (the advisor's receiver enqueues its refresh, not inside the last node's)."""
+    services.announce_run_closed(run_id)
 
 
 def _expires() -> float:

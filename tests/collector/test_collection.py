@@ -9,10 +9,10 @@ import pytest
 from apps.advisor.models import Finding
 from apps.clusters.models import Container, Node, Pod
 from apps.clusters.services import register_cluster
-from apps.collector.apiserver_standin import ApiServerStandin, Faults
 from apps.collector.models import CollectionRun
 from apps.collector.services import collect_once
 from apps.telemetry.models import Sample
+from standins.apiserver import ApiServerStandin, Faults
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FIXTURE = "tests/fixtures/clusters/k8s-1.33-minikube"

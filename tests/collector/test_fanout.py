@@ -9,10 +9,10 @@ import pytest
 from apps.advisor.models import Finding, Window
 from apps.clusters.models import Container
 from apps.clusters.services import register_cluster
-from apps.collector.apiserver_standin import ApiServerStandin, Faults
 from apps.collector.models import CollectionRun
 from apps.collector.tasks import collect_cluster
 from apps.telemetry.models import Sample
+from standins.apiserver import ApiServerStandin, Faults
 
 FIXTURE = "tests/fixtures/clusters/k8s-1.33-minikube"
 

@@ -31,7 +31,6 @@ from apps.advisor.models import Finding
 from apps.api.services import create_token
 from apps.clusters.models import Container, Node, Pod
 from apps.clusters.services import register_cluster
-from apps.collector.apiserver_standin import ApiServerStandin, ClusterObjects, Faults
 from apps.collector.cadvisor import MAX_LINE_BYTES
 from apps.collector.models import CollectionRun
 from apps.collector.services import collect_once
@@ -39,6 +38,7 @@ from apps.collector.sources import kubernetes as kubernetes_source
 from apps.collector.sources.kubernetes import MAX_SCRAPE_BYTES, MAX_SCRAPE_LINE_BYTES
 from apps.dashboard.selectors import pod_detail
 from apps.telemetry.models import Sample
+from standins.apiserver import ApiServerStandin, ClusterObjects, Faults
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -132,6 +132,10 @@ def test_importing_a_real_dump_stores_the_scrape_counters_and_the_objects(versio
     assert (run.source, run.status, run.nodes_ok, run.samples_written) == ("dump", "ok", 1, len(expected))
     assert f"{len(expected)} container(s) from 1 scrape(s)" in output
     assert "lifetime counters" in output
+    # The advisor answered the import's announcement: findings refreshed now, summed up for the command to print.
+    findings = Finding.objects.filter(cluster=cluster, window="1h")
+    assert findings.count() == Container.objects.filter(pod__cluster=cluster).count()
+    assert "Findings (last hour to " in output and f": {findings.count()} container(s), " in output
 
 
 def test_one_container_checked_by_hand_in_the_133_dump():

@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from apps.collector import inventory
-from apps.collector.apiserver_standin import ApiServerStandin, Faults
 from apps.collector.sources import NodeScrapeError, SourceError
 from apps.collector.sources.kubernetes import KubernetesSource, kubelet_base_url
+from standins.apiserver import ApiServerStandin, Faults
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CLUSTER = FIXTURES / "clusters" / "k8s-1.33-minikube"

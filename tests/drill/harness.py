@@ -2,7 +2,7 @@
 
 - `PrivateRedis`, `PrivatePostgres`: servers of their own on free ports (never the machine's shared ones), which a
   drill may stop, crash and restart; always removed in teardown.
-- `SteppedClock`, `FaultProxy`: the simulated cluster (apps/lab/simulator.py) serves counters that depend only on a
+- `SteppedClock`, `FaultProxy`: the simulated cluster (standins/simulator.py) serves counters that depend only on a
   clock the test steps once per cycle, so two installs collecting the same cycles store the same samples. The
   collector reaches it through a proxy that injects faults: list answers of 500 or silence, kubelets that hang or
   are held until the test lets them go.
@@ -39,8 +39,8 @@ from urllib.parse import unquote, urlsplit
 
 import psycopg
 
-from apps.collector.standin_http import KubernetesHandler, ThreadedServer
-from apps.lab.simulator import SimulatedCluster, SimulatorConfig, SimulatorServer
+from standins.http import KubernetesHandler, ThreadedServer
+from standins.simulator import SimulatedCluster, SimulatorConfig, SimulatorServer
 
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -829,7 +829,7 @@ class Install:
             self.env = drill_env(url, services.redis.url, **self.env_overrides)
             self.clock, self.simulator, self.proxy = self._stack.enter_context(simulated_cluster(self.base_s))
             self.nodes = sorted(self.simulator.cluster.node_names)
-            from apps.collector.standin_http import write_kubeconfig
+            from standins.http import write_kubeconfig
 
             write_kubeconfig(services.kubeconfig, self.proxy.url, self.simulator.token, name="drill")
             self.broker = Broker(services.redis.url)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from apps.collector.apiserver_standin import ApiServerStandin
-from apps.collector.standin_http import write_kubeconfig
+from standins.apiserver import ApiServerStandin
+from standins.http import write_kubeconfig
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]  # the lab the README walks through needs root
 

@@ -1,7 +1,7 @@
 """A simulated Kubernetes cluster at Kubernetes' limits, served over HTTP: the API server's paged node and pod lists
 and every node's kubelet `/metrics/cadvisor` (through the API server's node proxy), deterministic from a seed.
 
-    python -m apps.lab.simulator --nodes 5000 --seed 1 --port 8081 [--kubeconfig PATH] [--processes 2]
+    python -m standins.simulator --nodes 5000 --seed 1 --port 8081 [--kubeconfig PATH] [--processes 2]
 
 prints its URL and writes a kubeconfig (bearer token, plain http) that `KubernetesSource` and
 `manage.py add_cluster NAME --kubeconfig PATH` read like a real cluster's. Pure Python and the stdlib HTTP server;
@@ -51,7 +51,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from apps.clusters.kubelet import DEFAULT_PERIOD_US, quota_us_from_limit_mcpu, shares_from_request_mcpu
-from apps.collector.standin_http import (
+from standins.http import (
     EXPIRED_MESSAGE,
     PROMETHEUS_TEXT,
     KubernetesHandler,
@@ -1729,7 +1729,7 @@ def _iter_children(count: int) -> Iterator[int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a simulator until interrupted; print its URL, write its kubeconfig."""
-    parser = argparse.ArgumentParser(prog="python -m apps.lab.simulator", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m standins.simulator", description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods-per-node", type=int, default=30)
     parser.add_argument("--containers-per-pod", type=int, default=2)

@@ -1,5 +1,5 @@
 """HTTP plumbing shared by the local Kubernetes stand-ins: the recorded-cluster stand-in
-(`apps.collector.apiserver_standin`) and the simulated cluster (`apps.lab.simulator`). Stdlib only, no Django.
+(`standins.apiserver`) and the simulated cluster (`standins.simulator`). Stdlib only, no Django.
 
 - `ThreadedServer`: a threading HTTP server on 127.0.0.1 that can cut its kept-alive connections when it stops;
 - `KubernetesHandler`: answers as the API server does (keep-alive, Content-Length, `Status` objects for errors);

@@ -50,7 +50,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import yaml
 
-from apps.collector.standin_http import (
+from standins.http import (
     EXPIRED_MESSAGE,
     PROMETHEUS_TEXT,
     KubernetesHandler,
@@ -58,7 +58,7 @@ from apps.collector.standin_http import (
     continue_token,
     read_continue_token,
 )
-from apps.collector.standin_http import write_kubeconfig as _write_kubeconfig
+from standins.http import write_kubeconfig as _write_kubeconfig
 
 __all__ = ["DEFAULT_TOKEN", "ApiServerStandin", "ClusterObjects", "Faults", "RecordedRequest"]
 

@@ -23,7 +23,7 @@ from apps.collector import inventory
 from apps.collector.cadvisor import parse_cadvisor
 from apps.collector.sources import NodeScrapeError
 from apps.collector.sources.kubernetes import KubernetesSource
-from apps.lab.simulator import SimulatedCluster, SimulatorConfig, SimulatorServer, go_float
+from standins.simulator import SimulatedCluster, SimulatorConfig, SimulatorServer, go_float
 from tests.collector.test_cadvisor import reference_readings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -323,9 +323,9 @@ def test_the_command_prints_its_url_writes_a_kubeconfig_and_imports_no_django(tm
     code = (
         "import sys, runpy\n"
         "sys.argv = ['simulator', '--nodes', '3', '--kubeconfig', sys.argv[1]]\n"
-        "import apps.lab.simulator\n"
+        "import standins.simulator\n"
         "print('frameworks', sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'celery')), flush=True)\n"
-        "runpy.run_module('apps.lab.simulator', run_name='__main__')\n"
+        "runpy.run_module('standins.simulator', run_name='__main__')\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", code, str(kubeconfig)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
