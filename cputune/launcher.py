@@ -75,7 +75,10 @@ def main() -> int:
 
     bind = f"{HOST}:{PORT}"
     commands = {
-        "web": [PY, "-m", "gunicorn", "cputune.wsgi", "-b", bind, "-w", "2", "--timeout", "60", "--access-logfile", "-"],
+        # The control socket in this install's data folder: gunicorn's default (~/.gunicorn/gunicorn.ctl) is one per
+        # user, so two installs on one host took each other's.
+        "web": [PY, "-m", "gunicorn", "cputune.wsgi", "-b", bind, "-w", "2", "--timeout", "60", "--access-logfile", "-",
+                "--control-socket", str(Path(env["CPUTUNE_DATA_DIR"]) / "gunicorn.ctl")],
         "worker": [PY, "-m", "celery", "-A", "cputune", "worker", "-l", "info", "-c", "2", "--without-gossip",
                    "--without-mingle", "--without-heartbeat"],
         "beat": [PY, "-m", "celery", "-A", "cputune", "beat", "-l", "info",

@@ -188,12 +188,12 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
-        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        "BACKEND": "cputune.storage.StaticFiles"
         if not DEBUG
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
-# Serve static files from the finders too, so `runserver`-less setups (gunicorn in make run) work before collectstatic.
+# Serve static files from the finders too, so a server started before collectstatic serves them (cputune/storage.py).
 WHITENOISE_USE_FINDERS = True
 
 # Production hardening, on unless DEBUG (checked by `manage.py check --deploy`).

@@ -105,6 +105,8 @@ def test_make_run_then_every_readme_command_works_as_shown_in_another_terminal(t
         out = Output(run)
         try:
             assert out.wait_for("cputune is up at", timeout_s=240), out.text()[-4000:]
+            # gunicorn's control socket is this install's own, not the user-wide ~/.gunicorn/gunicorn.ctl.
+            assert (tmp_path / "var" / "gunicorn.ctl").is_socket() and not (home / ".gunicorn").exists()
             results = {}
             for line in commands:
                 if line.startswith("sudo "):

@@ -89,3 +89,28 @@ def test_every_variable_the_settings_and_make_run_read_is_in_env_example_and_the
     readme = (ROOT / "README.md").read_text()
     assert read - example == set()
     assert {name for name in read if f"`{name}`" not in readme} == set()
+
+
+def test_a_production_server_started_before_collectstatic_serves_its_pages_and_their_styles(tmp_path):
+    """DEBUG=0 and no `collectstatic`: the login page and its stylesheet are served (they were a 500 for want of
+    the staticfiles manifest)."""
+    code = (
+        "import django, re; django.setup(); from django.test import Client; c = Client(HTTP_HOST='127.0.0.1'); "
+        "page = c.get('/accounts/login/'); css = re.search(r'href=\"(/static/[^\"]+[.]css)\"', page.content.decode()); "
+        "print(page.status_code, css and b''.join(c.get(css.group(1)).streaming_content)[:20] != b'')"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "DEBUG", "SECRET_KEY", "REDIS_URL"}}
+    env.update({"DJANGO_SETTINGS_MODULE": "cputune.settings", "CPUTUNE_DATA_DIR": str(tmp_path), "DEBUG": "0",
+                "SECRET_KEY": "production-like-" + "z" * 40})  # fmt: skip
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["200", "True"], result.stdout + result.stderr[-3000:]
+    # After collectstatic the same page links the hashed, cacheable copies.
+    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=env, check=True,
+                   timeout=120)  # fmt: skip
+    hashed = code.replace("print(page.status_code, css and", "print(page.status_code, css.group(1), css and")
+    result = subprocess.run(
+        [sys.executable, "-c", hashed], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    status, href, served = result.stdout.split()
+    assert (status, served) == ("200", "True") and re.search(r"\.[0-9a-f]{12}\.css$", href), result.stdout
