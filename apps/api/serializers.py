@@ -15,7 +15,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.advisor.kernel import kernel_verdict
+from apps.advisor.kernel import is_kernel_release, kernel_verdict
 from apps.advisor.models import Window
 from apps.advisor.selectors import RECOMMENDATION_KINDS
 from apps.clusters.models import Cluster, Node
@@ -325,12 +325,21 @@ class SeriesQuerySerializer(serializers.Serializer):
 
 class KernelCheckQuerySerializer(serializers.Serializer):
     version = serializers.CharField(
-        help_text="A node's kernel release as `uname -r` prints it (status.nodeInfo.kernelVersion).",
+        help_text="A node's kernel release as `uname -r` prints it (status.nodeInfo.kernelVersion), starting with "
+        "MAJOR.MINOR; a release without a known verdict is answered `unknown`, a string that is no release is a 400.",
         error_messages={
             "required": "version is required: give a kernel release as `uname -r` prints it, e.g. 5.4.0-1018-gke.",
             "blank": "version is empty: give a kernel release as `uname -r` prints it, e.g. 5.4.0-1018-gke.",
         },
     )
+
+    def validate_version(self, value: str) -> str:
+        if not is_kernel_release(value):
+            raise serializers.ValidationError(
+                f"version is not a kernel release: give one as `uname -r` prints it, MAJOR.MINOR first "
+                f"(e.g. 5.4.0-1018-gke), not {value[:40]!r}."
+            )
+        return value
 
 
 # --- slack summary (for the schema: the view builds the dict) -------------------------------------------------------
