@@ -275,8 +275,9 @@ _FINDING_RELATED = ("container", "container__pod", "container__pod__node", "clus
 
 
 def metric_findings(window: str = Window.HOUR) -> Iterator[tuple[Any, ...]]:
-    """(cluster, namespace, pod, container, kinds, throttle_ratio, usage_p95_mcpu, limit_mcpu, request_mcpu) for every
-    finding of `window`, streamed from the database."""
+    """(cluster, namespace, pod, container, recommendations, throttle_ratio, usage_p95_mcpu, limit_mcpu,
+    request_mcpu) for every finding of `window`, streamed from the database; recommendations as stored (a list of
+    dicts with kind and severity)."""
     return (
         Finding.objects.filter(window=window)
         .order_by("cluster__name", "namespace", "container__pod__name", "container__name")
@@ -285,7 +286,7 @@ def metric_findings(window: str = Window.HOUR) -> Iterator[tuple[Any, ...]]:
             "namespace",
             "container__pod__name",
             "container__name",
-            "kinds",
+            "recommendations",
             "throttle_ratio",
             "usage_p95_mcpu",
             "container__limit_mcpu",

@@ -369,7 +369,8 @@ class IngestView(ApiView):
 )
 class MetricsView(ApiView):
     """Prometheus text (or OpenMetrics when asked): per container throttle ratio, p95 usage, limit and request for the
-    1h window; per cluster the last successful collection and the last run's node outcomes and duration."""
+    1h window, and one series per (container, recommendation kind); per cluster the last successful collection and
+    the last run's node outcomes and duration."""
 
     content_negotiation_class = FirstRendererNegotiation
 
