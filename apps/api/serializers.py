@@ -197,6 +197,15 @@ class RecommendationRowSerializer(serializers.Serializer):
     suggested_request_mcpu = serializers.IntegerField(allow_null=True)
     suggested_limit_mcpu = serializers.IntegerField(allow_null=True)
     kernel_verdict = _choice(VERDICTS, allow_null=True)
+    window_start = serializers.DateTimeField(allow_null=True, help_text="Null for lifetime figures (one reading).")
+    window_end = serializers.DateTimeField()
+    computed_at = serializers.DateTimeField(help_text="When cputune computed the finding behind this row.")
+    periods = serializers.IntegerField(allow_null=True, help_text="CFS periods the throttle ratio is taken over.")
+    kubectl_command = serializers.CharField(
+        allow_null=True,
+        help_text="`kubectl set resources` line that applies the suggested request and/or limit on the pod's owner; "
+        "null when the recommendation suggests neither.",
+    )
 
 
 # --- series ---------------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
+from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from prometheus_client.exposition import choose_encoder
@@ -22,6 +23,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from apps.advisor.export import recommendations_csv_filename, stream_csv
 from apps.advisor.kernel import kernel_verdict
 from apps.advisor.models import Finding
 from apps.advisor.selectors import RECOMMENDATION_FIELDS, findings, report_row
@@ -29,7 +31,6 @@ from apps.clusters.models import Cluster, Node, Pod
 from apps.collector.push import PushRejected, ingest_agent_batch
 
 from . import chatops, selectors
-from .csv import stream_csv
 from .filters import ContainerFilter, RecommendationFilter, SelectorFilterBackend
 from .metrics import CputuneCollector
 from .models import ApiToken
@@ -226,7 +227,7 @@ class RecommendationList(ApiListView):
             response = StreamingHttpResponse(
                 stream_csv(rows, RECOMMENDATION_FIELDS), content_type="text/csv; charset=utf-8"
             )
-            response["Content-Disposition"] = f'attachment; filename="{self.filename}"'
+            response["Content-Disposition"] = content_disposition_header(True, self.filename)
             return response
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(RecommendationRowSerializer(page or [], many=True).data)
@@ -243,7 +244,7 @@ class RecommendationList(ApiListView):
         if namespace is not None and not any(selectors.namespace_exists(c, namespace) for c in clusters):
             where = f"cluster {name!r}" if name is not None else "any cluster"
             raise NotFound(f"no namespace {namespace!r} in {where}")
-        self.filename = "-".join(["cputune-recommendations", *(p for p in (name, namespace) if p)]) + ".csv"
+        self.filename = recommendations_csv_filename(cluster=name, namespace=namespace, window=params["window"])
         return selectors.RecommendationRows(clusters, window=params["window"], namespace=namespace, kind=params["kind"])
 
 
