@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
 from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema, extend_schema_view
 from prometheus_client.exposition import choose_encoder
 from rest_framework import generics, mixins, viewsets
 from rest_framework.exceptions import NotFound, ValidationError
@@ -52,6 +52,7 @@ from .serializers import (
     KernelCheckQuerySerializer,
     KernelVerdictSerializer,
     NamespaceRowSerializer,
+    NamespaceSummarySerializer,
     NodeSerializer,
     PodSeriesSerializer,
     PushResultSerializer,
@@ -263,19 +264,26 @@ class PodSeries(ApiView):
 
 
 @extend_schema(
-    summary="A chat message about a namespace: ?format=text (default), markdown or slack (Block Kit JSON)",
+    summary="A chat message about a namespace: ?format=text (default), markdown, slack (Block Kit JSON) or json",
     parameters=[SummaryQuerySerializer],
     responses={
         (200, "text/plain"): OpenApiTypes.STR,
         (200, "text/markdown"): OpenApiTypes.STR,
-        (200, "application/json"): SlackMessageSerializer,
+        # One media type for two shapes: Accept: application/json gets Slack's, ?format=json the structured facts.
+        (200, "application/json"): PolymorphicProxySerializer(
+            component_name="NamespaceSummaryMessage",
+            serializers=[SlackMessageSerializer, NamespaceSummarySerializer],
+            resource_type_field_name=None,
+        ),
     },
 )
 class NamespaceSummaryView(ApiView):
-    """A message a bot posts as is: the worst containers over the throttle target with their ratio and advice, and a
-    link to the namespace report. ?format=text (default), markdown, or slack (Block Kit JSON)."""
+    """A message a bot posts as is: what the window's figures cover (or that they are not computed yet), the
+    containers over the throttle target and those with advice, each with its ratio and every recommendation, and a
+    link to the namespace report for the window. ?format=text (default), markdown, slack (Block Kit JSON, also
+    Accept: application/json), or json (the same facts, structured)."""
 
-    renderer_classes = [PlainTextRenderer, MarkdownRenderer, SlackRenderer]
+    renderer_classes = [PlainTextRenderer, MarkdownRenderer, SlackRenderer, JSONRenderer]
 
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         cluster, namespace = self.get_namespace()
@@ -287,8 +295,11 @@ class NamespaceSummaryView(ApiView):
             throttle_target=settings.CPUTUNE_THROTTLE_TARGET,
             limit=query["limit"],
         )
-        url = request.build_absolute_uri(f"/c/{quote(cluster.name, safe='')}/ns/{quote(namespace, safe='')}/")
+        path = f"/c/{quote(cluster.name, safe='')}/ns/{quote(namespace, safe='')}/"
+        url = request.build_absolute_uri(f"{path}?{urlencode({'window': query['window']})}")
         fmt = request.accepted_renderer.format
+        if fmt == JSONRenderer.format:
+            return Response(NamespaceSummarySerializer(chatops.as_json(summary, url)).data)
         if fmt == SlackRenderer.format:
             return Response(chatops.as_slack(summary, url))
         if fmt == MarkdownRenderer.format:
