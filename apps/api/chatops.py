@@ -79,7 +79,8 @@ def _coverage_notes(summary: NamespaceSummary) -> list[str]:
     if coverage.partial:
         notes.append(f"figures cover {coverage.covered_minutes} of {coverage.window_minutes} min")
     if coverage.lifetime:
-        notes.append(f"{coverage.lifetime} only since the container started")
+        started = "since it started" if coverage.lifetime == 1 else "since they started"
+        notes.append(f"lifetime figures for {_plural(coverage.lifetime, 'container')}, {started}")
     return notes
 
 

@@ -227,7 +227,9 @@ def test_lifetime_figures_are_labelled_as_lifetime_never_as_the_window(reader, d
 def test_a_mix_of_lifetime_and_window_figures_labels_each(reader, demo):
     make_lifetime(demo, container__pod__name="api-0")
     lines = reader.get(URL.format(ns="shop")).content.decode().splitlines()
-    assert lines[1].endswith("over the last hour (figures cover 30 of 60 min; 1 only since the container started).")
+    assert lines[1].endswith(
+        "over the last hour (figures cover 30 of 60 min; lifetime figures for 1 container, since it started)."
+    )
     assert "- api-0/main: 60% throttled since the container started" in lines
     assert "- api-1/main: 60% throttled" in lines
     Finding.objects.filter(cluster=demo, namespace="shop").exclude(container__pod__name="api-0").update(
