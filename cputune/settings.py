@@ -296,6 +296,7 @@ CELERY_BEAT_SCHEDULE = _beat_schedule(CPUTUNE_COLLECT_INTERVAL)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "apps.api.authentication.ScopedTokenAuthentication",
+        "apps.api.authentication.ScopedBearerAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["apps.api.permissions.CanRead"],

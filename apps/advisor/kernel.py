@@ -469,6 +469,24 @@ _PARSERS: tuple[tuple[re.Pattern[str], _Builder], ...] = tuple(
 )
 
 
+# The least a `uname -r` string is: MAJOR.MINOR first, then only the characters kernel releases use. Three digits
+# at most per number: real majors are 2 to 6, Windows nodes report 10.
+_RELEASE_SHAPE = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}(?:[-.+_~][A-Za-z0-9._+~-]*)?", re.ASCII)
+
+
+def is_kernel_release(version: str) -> bool:
+    """Whether `version` reads as a kernel release at all, known or not: "5.4.0-1018-gke", "99.1.1" or a Windows
+    node's "10.0.17763.1577" do; "hello", "v5.4.0", "5.4.0 (Ubuntu)" or a 20-digit major do not.
+
+    Looser than parse_kernel_version, which also knows each vendor's shape: every string it parses passes here.
+    Surrounding whitespace is ignored, as kernel_verdict ignores it.
+    """
+    if not isinstance(version, str):
+        return False
+    text = version.strip()
+    return len(text) <= MAX_RELEASE_CHARS and _RELEASE_SHAPE.fullmatch(text) is not None
+
+
 def parse_kernel_version(version: str) -> KernelRelease | None:
     """Parse a `uname -r` string (a node's kernelVersion) into a KernelRelease, or None when it is not one.
 
@@ -1019,6 +1037,7 @@ __all__ = [
     "VendorBackport",
     "Verdict",
     "compare_vendor_builds",
+    "is_kernel_release",
     "kernel_verdict",
     "parse_kernel_version",
     "vendor_build_key",

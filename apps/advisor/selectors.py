@@ -20,6 +20,7 @@ from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
 from .rules import ContainerFacts, Policy, Recommendation
 from .services import next_refresh_at, policy_from_settings
+from .snippets import resource_change
 from .windows import WindowSummary
 
 # Report row fields, in the contract's order: JSON keys and CSV columns.
@@ -53,7 +54,8 @@ REPORT_FIELDS = (
     "recommendations",
 )
 
-# Recommendations CSV (page and API): one row per (container, recommendation), in this order.
+# Recommendations CSV (page and API): one row per (container, recommendation), in this order. Columns are a contract:
+# new ones go at the end, none is renamed or moved.
 RECOMMENDATION_FIELDS = (
     "cluster",
     "namespace",
@@ -72,6 +74,11 @@ RECOMMENDATION_FIELDS = (
     "suggested_request_mcpu",
     "suggested_limit_mcpu",
     "kernel_verdict",
+    "window_start",
+    "window_end",
+    "computed_at",
+    "periods",
+    "kubectl_command",
 )
 
 RECOMMENDATION_KEYS = (
@@ -233,10 +240,21 @@ def report_row(finding: Finding) -> dict[str, Any]:
 
 
 def recommendation_rows(rows: Iterable[Finding]) -> Iterator[dict[str, Any]]:
-    """One row per (container, recommendation) with the recommendations CSV's columns."""
+    """One row per (container, recommendation) with the recommendations CSV's columns. `window_start` is None for
+    lifetime figures; `kubectl_command` sets the suggested request and/or limit on the pod's owner (None when the
+    recommendation suggests neither, e.g. upgrade_kernel)."""
     for finding in rows:
         base = report_row(finding)
         for rec in finding.recommendations:
+            change = resource_change(
+                namespace=base["namespace"],
+                pod=base["pod"],
+                container=base["container"],
+                workload_kind=base["workload_kind"],
+                workload_name=base["workload_name"],
+                request_mcpu=rec.get("suggested_request_mcpu"),
+                limit_mcpu=rec.get("suggested_limit_mcpu"),
+            )
             yield {
                 "cluster": base["cluster"],
                 "namespace": base["namespace"],
@@ -255,6 +273,11 @@ def recommendation_rows(rows: Iterable[Finding]) -> Iterator[dict[str, Any]]:
                 "suggested_request_mcpu": rec["suggested_request_mcpu"],
                 "suggested_limit_mcpu": rec["suggested_limit_mcpu"],
                 "kernel_verdict": base["kernel_verdict"],
+                "window_start": base["window_start"],
+                "window_end": base["window_end"],
+                "computed_at": finding.computed_at,
+                "periods": base["periods"],
+                "kubectl_command": change.kubectl if change is not None else None,
             }
 
 

@@ -15,10 +15,14 @@ CONTAINER_LABELS = ["cluster", "namespace", "pod", "container"]
 
 
 class CputuneCollector:
-    """Per container, for the default window (1h): throttle ratio (labelled with its recommendation kinds), p95 usage,
-    limit and request in millicores. Per cluster: the last successful collection, and the last run's node outcomes
-    and duration. Values that are unknown are left out, never exported as 0. A prometheus_client Collector: pass it to
-    generate_latest()."""
+    """Per container, for the default window (1h): throttle ratio, p95 usage, limit and request in millicores, and
+    one info-style series (value 1) per recommendation, labelled with its kind and severity. Per cluster: the last
+    successful collection, and the last run's node outcomes and duration. Values that are unknown are left out,
+    never exported as 0. A prometheus_client Collector: pass it to generate_latest().
+
+    Advice is never a label of the figures: a label value that changes with the advice would start a new ratio
+    series (and end the old one) each time the advice changes.
+    """
 
     def __init__(self, window: str = Window.HOUR) -> None:
         self.window = window
@@ -27,7 +31,13 @@ class CputuneCollector:
         ratio = GaugeMetricFamily(
             "cputune_container_throttle_ratio",
             f"Share of CFS periods in which the container was throttled over the {self.window} window (0-1).",
-            labels=[*CONTAINER_LABELS, "recommendations"],
+            labels=CONTAINER_LABELS,
+        )
+        advice = GaugeMetricFamily(
+            "cputune_container_recommendation",
+            f"1 for each recommendation cputune makes for the container over the {self.window} window, by kind and "
+            "severity; join on the container labels to alert on advice.",
+            labels=[*CONTAINER_LABELS, "kind", "severity"],
         )
         usage = GaugeMetricFamily(
             "cputune_container_cpu_usage_p95_millicores",
@@ -44,19 +54,33 @@ class CputuneCollector:
             "The container's CPU request, in millicores.",
             labels=CONTAINER_LABELS,
         )
-        for cluster, namespace, pod, container, kinds, ratio_value, p95, limit_mcpu, request_mcpu in metric_findings(
-            self.window
-        ):
+        for (
+            cluster,
+            namespace,
+            pod,
+            container,
+            recommendations,
+            ratio_value,
+            p95,
+            limit_mcpu,
+            request_mcpu,
+        ) in metric_findings(self.window):
             labels = [cluster, namespace, pod, container]
             if ratio_value is not None:
-                ratio.add_metric([*labels, kinds.strip(",")], ratio_value)
+                ratio.add_metric(labels, ratio_value)
+            # One series per kind: a duplicate label set would make the whole scrape invalid.
+            seen: set[str] = set()
+            for rec in recommendations or []:
+                if rec["kind"] not in seen:
+                    seen.add(rec["kind"])
+                    advice.add_metric([*labels, rec["kind"], rec["severity"]], 1)
             if p95 is not None:
                 usage.add_metric(labels, p95)
             if limit_mcpu is not None:
                 limit.add_metric(labels, limit_mcpu)
             if request_mcpu is not None:
                 request.add_metric(labels, request_mcpu)
-        yield from (ratio, usage, limit, request)
+        yield from (ratio, advice, usage, limit, request)
         yield from self._health()
 
     def _health(self) -> Iterator[GaugeMetricFamily]:

@@ -11,7 +11,7 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 
-from .csv import stream_csv
+from apps.advisor.export import stream_csv
 
 
 def _error_text(data: Any) -> str:

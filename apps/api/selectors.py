@@ -12,9 +12,10 @@ from datetime import datetime
 from typing import Any, overload
 
 from django.db.models import Count, F, Max, Q, QuerySet
+from django.utils import timezone
 
 from apps.advisor.models import Finding, Window
-from apps.advisor.selectors import findings, recommendation_rows, report_row
+from apps.advisor.selectors import Coverage, findings, recommendation_rows, report_row, window_coverage
 from apps.clusters.models import Cluster, Container, Node, Pod
 from apps.collector.models import CollectionRun
 from apps.telemetry.selectors import container_series
@@ -153,23 +154,44 @@ class NamespaceSummary:
     namespace: str
     window: str
     throttle_target: float  # ratio, 0–1
+    coverage: Coverage  # what the window's findings rest on: computed yet, how much of the window, lifetime figures
+    as_of: datetime  # when the summary was read, to tell a refresh still due from one overdue
     containers: int  # containers with a finding for the window
     over_target: int  # of which throttled above the target
     worst: list[dict[str, Any]]  # report rows of the worst over-target containers, worst first, at most `limit`
+    advised: list[dict[str, Any]]  # then report rows of containers not over the target with recommendations
     top: dict[str, Any] | None  # the highest-ratio row when none is over the target (None when no ratio is known)
-    advised_below_target: int  # containers not over the target that still have recommendations
+    advised_below_target: int  # containers not over the target that still have recommendations (all, not listed)
+
+    @property
+    def hidden_over_target(self) -> int:
+        return self.over_target - len(self.worst)
+
+    @property
+    def hidden_advised(self) -> int:
+        return self.advised_below_target - len(self.advised)
 
 
 def namespace_summary(
     cluster: Cluster, namespace: str, *, window: str, throttle_target: float, limit: int
 ) -> NamespaceSummary:
-    """What a chat message says about a namespace: counts, and the `limit` worst containers over the target."""
+    """What a chat message says about a namespace: the window's coverage, counts, and up to `limit` containers with
+    every recommendation of each: those over the target first (worst first), then those with recommendations that are
+    not over it (most severe first)."""
+    coverage = window_coverage(cluster, window, namespace=namespace)
     qs = findings(cluster, window=window, namespace=namespace)
     over = Q(throttle_ratio__gt=throttle_target)
-    counts = qs.aggregate(
-        containers=Count("id"), over=Count("id", filter=over), advised=Count("id", filter=~over & ~Q(kinds=""))
-    )
+    advised = ~over & ~Q(kinds="")  # ~over keeps the unknown ratios: NOT (ratio > target AND ratio IS NOT NULL)
+    counts = qs.aggregate(containers=Count("id"), over=Count("id", filter=over), advised=Count("id", filter=advised))
     worst = [report_row(f) for f in qs.filter(over)[:limit]]
+    rest = limit - len(worst)
+    below = (
+        qs.filter(advised).order_by(
+            "severity_rank", F("throttle_ratio").desc(nulls_last=True), "container__pod__name", "container__name"
+        )[:rest]
+        if rest > 0
+        else []
+    )
     top = None
     if not worst:
         first = qs.filter(throttle_ratio__isnull=False).first()
@@ -179,9 +201,12 @@ def namespace_summary(
         namespace=namespace,
         window=window,
         throttle_target=throttle_target,
+        coverage=coverage,
+        as_of=timezone.now(),
         containers=counts["containers"],
         over_target=counts["over"],
         worst=worst,
+        advised=[report_row(f) for f in below],
         top=top,
         advised_below_target=counts["advised"],
     )
@@ -275,8 +300,9 @@ _FINDING_RELATED = ("container", "container__pod", "container__pod__node", "clus
 
 
 def metric_findings(window: str = Window.HOUR) -> Iterator[tuple[Any, ...]]:
-    """(cluster, namespace, pod, container, kinds, throttle_ratio, usage_p95_mcpu, limit_mcpu, request_mcpu) for every
-    finding of `window`, streamed from the database."""
+    """(cluster, namespace, pod, container, recommendations, throttle_ratio, usage_p95_mcpu, limit_mcpu,
+    request_mcpu) for every finding of `window`, streamed from the database; recommendations as stored (a list of
+    dicts with kind and severity)."""
     return (
         Finding.objects.filter(window=window)
         .order_by("cluster__name", "namespace", "container__pod__name", "container__name")
@@ -285,7 +311,7 @@ def metric_findings(window: str = Window.HOUR) -> Iterator[tuple[Any, ...]]:
             "namespace",
             "container__pod__name",
             "container__name",
-            "kinds",
+            "recommendations",
             "throttle_ratio",
             "usage_p95_mcpu",
             "container__limit_mcpu",

@@ -15,7 +15,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.advisor.kernel import kernel_verdict
+from apps.advisor.kernel import is_kernel_release, kernel_verdict
 from apps.advisor.models import Window
 from apps.advisor.selectors import RECOMMENDATION_KINDS
 from apps.clusters.models import Cluster, Node
@@ -197,6 +197,15 @@ class RecommendationRowSerializer(serializers.Serializer):
     suggested_request_mcpu = serializers.IntegerField(allow_null=True)
     suggested_limit_mcpu = serializers.IntegerField(allow_null=True)
     kernel_verdict = _choice(VERDICTS, allow_null=True)
+    window_start = serializers.DateTimeField(allow_null=True, help_text="Null for lifetime figures (one reading).")
+    window_end = serializers.DateTimeField()
+    computed_at = serializers.DateTimeField(help_text="When cputune computed the finding behind this row.")
+    periods = serializers.IntegerField(allow_null=True, help_text="CFS periods the throttle ratio is taken over.")
+    kubectl_command = serializers.CharField(
+        allow_null=True,
+        help_text="`kubectl set resources` line that applies the suggested request and/or limit on the pod's owner; "
+        "null when the recommendation suggests neither.",
+    )
 
 
 # --- series ---------------------------------------------------------------------------------------------------------
@@ -259,7 +268,8 @@ class SummaryQuerySerializer(serializers.Serializer):
         default=5,
         min_value=1,
         max_value=SUMMARY_LIMIT_MAX,
-        help_text="How many of the worst containers to list.",
+        help_text="How many containers to list, each with all its recommendations: those over the target first "
+        "(worst first), then those not over it that have recommendations.",
         error_messages={
             "invalid": f"limit must be a whole number from 1 to {SUMMARY_LIMIT_MAX}.",
             "min_value": f"limit must be a whole number from 1 to {SUMMARY_LIMIT_MAX}.",
@@ -325,12 +335,21 @@ class SeriesQuerySerializer(serializers.Serializer):
 
 class KernelCheckQuerySerializer(serializers.Serializer):
     version = serializers.CharField(
-        help_text="A node's kernel release as `uname -r` prints it (status.nodeInfo.kernelVersion).",
+        help_text="A node's kernel release as `uname -r` prints it (status.nodeInfo.kernelVersion), starting with "
+        "MAJOR.MINOR; a release without a known verdict is answered `unknown`, a string that is no release is a 400.",
         error_messages={
             "required": "version is required: give a kernel release as `uname -r` prints it, e.g. 5.4.0-1018-gke.",
             "blank": "version is empty: give a kernel release as `uname -r` prints it, e.g. 5.4.0-1018-gke.",
         },
     )
+
+    def validate_version(self, value: str) -> str:
+        if not is_kernel_release(value):
+            raise serializers.ValidationError(
+                f"version is not a kernel release: give one as `uname -r` prints it, MAJOR.MINOR first "
+                f"(e.g. 5.4.0-1018-gke), not {value[:40]!r}."
+            )
+        return value
 
 
 # --- slack summary (for the schema: the view builds the dict) -------------------------------------------------------
@@ -350,6 +369,67 @@ class SlackBlockSerializer(serializers.Serializer):
 class SlackMessageSerializer(serializers.Serializer):
     text = serializers.CharField(help_text="Notification fallback text.")
     blocks = SlackBlockSerializer(many=True)
+
+
+# --- namespace summary as JSON (?format=json) -----------------------------------------------------------------------
+
+
+class SummaryCoverageSerializer(serializers.Serializer):
+    computed = serializers.BooleanField(help_text="False until the window's first refresh with data: no figure yet.")
+    lifetime_only = serializers.BooleanField(
+        help_text="Every figure is a lifetime one (one reading: counters since each container started)."
+    )
+    covered_minutes = serializers.IntegerField(help_text="The longest span any container's data covers in the window.")
+    window_minutes = serializers.IntegerField()
+    computed_at = serializers.DateTimeField(allow_null=True)
+    next_refresh_at = serializers.DateTimeField(allow_null=True)
+    containers = serializers.IntegerField(help_text="Containers with a finding for the window.")
+    measured = serializers.IntegerField(help_text="Of which with a throttle ratio or a usage figure.")
+    lifetime = serializers.IntegerField(help_text="Of which with lifetime figures only.")
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # `partial` added here, after `computed`: as a class attribute it would clash with Serializer.partial.
+        fields = super().get_fields()
+        partial = serializers.BooleanField(help_text="The data spans less than 90% of the window.")
+        ordered = {}
+        for name, field in fields.items():
+            ordered[name] = field
+            if name == "computed":
+                ordered["partial"] = partial
+        return ordered
+
+
+class SummaryContainerSerializer(serializers.Serializer):
+    pod = serializers.CharField()
+    container = serializers.CharField()
+    over_target = serializers.BooleanField(help_text="Throttled above the target; false: listed for its advice.")
+    throttle_ratio = NumberField(allow_null=True, help_text="0-1; null when unknown.")
+    lifetime = serializers.BooleanField(help_text="The ratio counts since the container started, not the window.")
+    window_start = serializers.DateTimeField(allow_null=True, help_text="Null for lifetime figures (one reading).")
+    window_end = serializers.DateTimeField()
+    recommendations = RecommendationSerializer(many=True)
+
+
+class NamespaceSummarySerializer(serializers.Serializer):
+    """?format=json: the facts the chat messages state, structured."""
+
+    cluster = serializers.CharField()
+    namespace = serializers.CharField()
+    window = _choice(tuple(Window.values))
+    throttle_target = NumberField(help_text="The throttle ratio above which a container counts as throttled (0-1).")
+    headline = serializers.CharField(help_text="The sentence the text message starts with.")
+    coverage = SummaryCoverageSerializer()
+    containers_checked = serializers.IntegerField()
+    containers_over_target = serializers.IntegerField()
+    containers_advised_below_target = serializers.IntegerField(
+        help_text="Containers not over the target that have recommendations."
+    )
+    containers = SummaryContainerSerializer(
+        many=True, help_text="Over the target first (worst first), then the others with advice; at most `limit`."
+    )
+    more_over_target = serializers.IntegerField(help_text="Containers over the target that `limit` left out.")
+    more_advised_below_target = serializers.IntegerField(help_text="Advised containers that `limit` left out.")
+    report_url = serializers.URLField(help_text="The namespace report for the window.")
 
 
 # --- agent ingest ---------------------------------------------------------------------------------------------------

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
+from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema, extend_schema_view
 from prometheus_client.exposition import choose_encoder
 from rest_framework import generics, mixins, viewsets
 from rest_framework.exceptions import NotFound, ValidationError
@@ -22,6 +23,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from apps.advisor.export import recommendations_csv_filename, stream_csv
 from apps.advisor.kernel import kernel_verdict
 from apps.advisor.models import Finding
 from apps.advisor.selectors import RECOMMENDATION_FIELDS, findings, report_row
@@ -29,7 +31,6 @@ from apps.clusters.models import Cluster, Node, Pod
 from apps.collector.push import PushRejected, ingest_agent_batch
 
 from . import chatops, selectors
-from .csv import stream_csv
 from .filters import ContainerFilter, RecommendationFilter, SelectorFilterBackend
 from .metrics import CputuneCollector
 from .models import ApiToken
@@ -51,6 +52,7 @@ from .serializers import (
     KernelCheckQuerySerializer,
     KernelVerdictSerializer,
     NamespaceRowSerializer,
+    NamespaceSummarySerializer,
     NodeSerializer,
     PodSeriesSerializer,
     PushResultSerializer,
@@ -226,7 +228,7 @@ class RecommendationList(ApiListView):
             response = StreamingHttpResponse(
                 stream_csv(rows, RECOMMENDATION_FIELDS), content_type="text/csv; charset=utf-8"
             )
-            response["Content-Disposition"] = f'attachment; filename="{self.filename}"'
+            response["Content-Disposition"] = content_disposition_header(True, self.filename)
             return response
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(RecommendationRowSerializer(page or [], many=True).data)
@@ -243,7 +245,7 @@ class RecommendationList(ApiListView):
         if namespace is not None and not any(selectors.namespace_exists(c, namespace) for c in clusters):
             where = f"cluster {name!r}" if name is not None else "any cluster"
             raise NotFound(f"no namespace {namespace!r} in {where}")
-        self.filename = "-".join(["cputune-recommendations", *(p for p in (name, namespace) if p)]) + ".csv"
+        self.filename = recommendations_csv_filename(cluster=name, namespace=namespace, window=params["window"])
         return selectors.RecommendationRows(clusters, window=params["window"], namespace=namespace, kind=params["kind"])
 
 
@@ -262,19 +264,26 @@ class PodSeries(ApiView):
 
 
 @extend_schema(
-    summary="A chat message about a namespace: ?format=text (default), markdown or slack (Block Kit JSON)",
+    summary="A chat message about a namespace: ?format=text (default), markdown, slack (Block Kit JSON) or json",
     parameters=[SummaryQuerySerializer],
     responses={
         (200, "text/plain"): OpenApiTypes.STR,
         (200, "text/markdown"): OpenApiTypes.STR,
-        (200, "application/json"): SlackMessageSerializer,
+        # One media type for two shapes: Accept: application/json gets Slack's, ?format=json the structured facts.
+        (200, "application/json"): PolymorphicProxySerializer(
+            component_name="NamespaceSummaryMessage",
+            serializers=[SlackMessageSerializer, NamespaceSummarySerializer],
+            resource_type_field_name=None,
+        ),
     },
 )
 class NamespaceSummaryView(ApiView):
-    """A message a bot posts as is: the worst containers over the throttle target with their ratio and advice, and a
-    link to the namespace report. ?format=text (default), markdown, or slack (Block Kit JSON)."""
+    """A message a bot posts as is: what the window's figures cover (or that they are not computed yet), the
+    containers over the throttle target and those with advice, each with its ratio and every recommendation, and a
+    link to the namespace report for the window. ?format=text (default), markdown, slack (Block Kit JSON, also
+    Accept: application/json), or json (the same facts, structured)."""
 
-    renderer_classes = [PlainTextRenderer, MarkdownRenderer, SlackRenderer]
+    renderer_classes = [PlainTextRenderer, MarkdownRenderer, SlackRenderer, JSONRenderer]
 
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         cluster, namespace = self.get_namespace()
@@ -286,8 +295,11 @@ class NamespaceSummaryView(ApiView):
             throttle_target=settings.CPUTUNE_THROTTLE_TARGET,
             limit=query["limit"],
         )
-        url = request.build_absolute_uri(f"/c/{quote(cluster.name, safe='')}/ns/{quote(namespace, safe='')}/")
+        path = f"/c/{quote(cluster.name, safe='')}/ns/{quote(namespace, safe='')}/"
+        url = request.build_absolute_uri(f"{path}?{urlencode({'window': query['window']})}")
         fmt = request.accepted_renderer.format
+        if fmt == JSONRenderer.format:
+            return Response(NamespaceSummarySerializer(chatops.as_json(summary, url)).data)
         if fmt == SlackRenderer.format:
             return Response(chatops.as_slack(summary, url))
         if fmt == MarkdownRenderer.format:
@@ -369,7 +381,8 @@ class IngestView(ApiView):
 )
 class MetricsView(ApiView):
     """Prometheus text (or OpenMetrics when asked): per container throttle ratio, p95 usage, limit and request for the
-    1h window; per cluster the last successful collection and the last run's node outcomes and duration."""
+    1h window, and one series per (container, recommendation kind); per cluster the last successful collection and
+    the last run's node outcomes and duration."""
 
     content_negotiation_class = FirstRendererNegotiation
 

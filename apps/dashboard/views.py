@@ -13,13 +13,14 @@ from typing import Any
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import render
+from django.utils.http import content_disposition_header
 
+from apps.advisor.export import recommendations_csv_filename, stream_csv
 from apps.advisor.selectors import RECOMMENDATION_FIELDS, RECOMMENDATION_KINDS, findings, recommendation_rows
-from apps.api.csv import stream_csv
+from apps.advisor.snippets import resource_change
 
 from . import charts, selectors
 from .forms import BadQuery, ReportForm, WindowForm, parse
-from .snippets import resource_change
 
 PAGE_SIZE = 100
 MAX_SHARE_BARS = 20  # pods drawn in the node's shares chart; the rest are summed into one bar
@@ -180,7 +181,8 @@ def namespace_csv(request: HttpRequest, cluster: str, namespace: str) -> Streami
     selectors.require_namespace(obj, namespace)
     q = parse(ReportForm, request.GET)
     rows = _report_queryset(obj, namespace, q).iterator(chunk_size=500)
-    return _csv_response(_only_kind(recommendation_rows(rows), q["kind"]), f"{obj.name}-{namespace}-{q['window']}")
+    name = recommendations_csv_filename(cluster=obj.name, namespace=namespace, window=q["window"])
+    return _csv_response(_only_kind(recommendation_rows(rows), q["kind"]), name)
 
 
 @bad_query_is_400
@@ -195,9 +197,8 @@ def cluster_csv(request: HttpRequest, cluster: str) -> StreamingHttpResponse:
         node=q["node"] or None,
         workload=q["workload"] or None,
     )
-    return _csv_response(
-        _only_kind(recommendation_rows(rows.iterator(chunk_size=500)), q["kind"]), f"{obj.name}-{q['window']}"
-    )
+    name = recommendations_csv_filename(cluster=obj.name, window=q["window"])
+    return _csv_response(_only_kind(recommendation_rows(rows.iterator(chunk_size=500)), q["kind"]), name)
 
 
 # --- helpers -----------------------------------------------------------------------------------------------------
@@ -221,9 +222,9 @@ def _only_kind(rows: Iterable[dict[str, Any]], kind: str) -> Iterator[dict[str, 
     return (r for r in rows if not kind or r["kind"] == kind)
 
 
-def _csv_response(rows: Iterable[dict[str, Any]], stem: str) -> StreamingHttpResponse:
+def _csv_response(rows: Iterable[dict[str, Any]], filename: str) -> StreamingHttpResponse:
     response = StreamingHttpResponse(stream_csv(rows, RECOMMENDATION_FIELDS), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="cputune-{stem}-recommendations.csv"'
+    response["Content-Disposition"] = content_disposition_header(True, filename)
     return response
 
 

@@ -20,6 +20,7 @@ from apps.advisor.kernel import (
     VENDOR_BACKPORTS,
     KernelVerdict,
     compare_vendor_builds,
+    is_kernel_release,
     kernel_verdict,
     parse_kernel_version,
     vendor_build_key,
@@ -520,21 +521,60 @@ def test_arbitrary_text_never_raises_and_always_gives_one_of_three_verdicts(text
     assert_well_formed(kernel_verdict(text))
 
 
-@settings(max_examples=300)
-@given(
-    st.from_regex(
-        r"[0-9]{1,2}\.[0-9]{1,2}(\.[0-9]{1,3})?"
-        r"(-[0-9]{1,4}(\.[0-9]{1,3}){0,2}(\.amzn2(023)?|\.el[0-9](_[0-9])?|\.el7uek|\.ph1|-generic|-aws|-gke|-amd64"
-        r"|-default|\+deb10u[0-9])?(\.x86_64)?|\+|-flatcar|-coreos|-linuxkit|-talos|-rc[0-9])?",
-        fullmatch=True,
-    )
+VERSION_SHAPED = st.from_regex(
+    r"[0-9]{1,2}\.[0-9]{1,2}(\.[0-9]{1,3})?"
+    r"(-[0-9]{1,4}(\.[0-9]{1,3}){0,2}(\.amzn2(023)?|\.el[0-9](_[0-9])?|\.el7uek|\.ph1|-generic|-aws|-gke|-amd64"
+    r"|-default|\+deb10u[0-9])?(\.x86_64)?|\+|-flatcar|-coreos|-linuxkit|-talos|-rc[0-9])?",
+    fullmatch=True,
 )
+
+
+@settings(max_examples=300)
+@given(VERSION_SHAPED)
 def test_version_shaped_strings_never_raise(text: str) -> None:
     result = kernel_verdict(text)
     assert_well_formed(result)
     release = parse_kernel_version(text)
     if release is not None and release.line >= (5, 4):
         assert result.verdict == "fixed", "every vendor kernel on a 5.4+ line carries the mainline fix"
+
+
+# --- Is it a kernel release at all (kernel-check answers 400 when not) ----------------------------------------------
+
+
+@pytest.mark.parametrize("version", fixture_versions())
+def test_every_real_kernel_string_is_a_kernel_release(version: str) -> None:
+    assert is_kernel_release(version)
+
+
+@pytest.mark.parametrize(
+    "version",
+    ["10.0.17763.1577", "4.4.0-19041-Microsoft", "99.1.1", "1.2.3", "5.4", "6.1.100+", " 5.4.0-1018-gke\n"],
+)
+def test_release_strings_without_a_known_verdict_are_still_releases(version: str) -> None:
+    assert is_kernel_release(version)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["", "   ", "hello", "'; drop", "99999999999999999999.1", "5", "5.", ".5.4", "v5.4.0", "5.4.0 (Ubuntu)",
+     "5.4.0\x00", "5.4.0;rm -rf /", "5.4.0-généric", "５.４.０", "5." * 5000, None, 42, b"5.4.0"],
+)  # fmt: skip
+def test_text_that_is_no_kernel_release_is_told_apart(value: object) -> None:
+    assert not is_kernel_release(value)
+
+
+@settings(max_examples=300)
+@given(st.one_of(st.text(), VERSION_SHAPED))
+def test_every_string_the_parser_reads_is_a_kernel_release(text: str) -> None:
+    if parse_kernel_version(text) is not None:
+        assert is_kernel_release(text)
+
+
+@settings(max_examples=300)
+@given(VERSION_SHAPED)
+def test_version_shaped_strings_are_kernel_releases(text: str) -> None:
+    assert is_kernel_release(text)
 
 
 # --- Parsing and build comparison ---------------------------------------------------------------------------------

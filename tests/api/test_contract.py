@@ -28,6 +28,8 @@ CONTRACT_CSV_COLUMNS = [
     "cluster", "namespace", "workload_kind", "workload_name", "pod", "container", "node", "kind", "severity", "summary",
     "throttle_ratio", "usage_p95_mcpu", "request_mcpu", "limit_mcpu", "suggested_request_mcpu", "suggested_limit_mcpu",
     "kernel_verdict",
+    # Added at the end, as the contract allows: earlier columns keep their names and places.
+    "window_start", "window_end", "computed_at", "periods", "kubectl_command",
 ]  # fmt: skip
 
 CONTAINERS = "/api/v1/clusters/demo/namespaces/{ns}/containers/"
@@ -154,4 +156,4 @@ def test_recommendations_csv_by_accept_header(reader, demo):
     response = reader.get("/api/v1/recommendations/", HTTP_ACCEPT="text/csv")
     assert response.status_code == 200 and response.streaming
     assert b"".join(response.streaming_content).decode().splitlines()[0] == ",".join(CONTRACT_CSV_COLUMNS)
-    assert 'filename="cputune-recommendations.csv"' in response["Content-Disposition"]
+    assert response["Content-Disposition"] == 'attachment; filename="cputune-1h-recommendations.csv"'

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from apps.api.models import ApiToken
 from apps.api.services import create_token
@@ -404,6 +405,15 @@ def test_a_full_batch_over_django_s_default_upload_limit_is_accepted(pusher, pay
     print(f"5000-cgroup batch: {len(body) / 1e6:.1f} MB in {time.perf_counter() - started:.2f} s")
     assert response.status_code == 200
     assert response.json()["accepted"] == 1 and len(response.json()["unknown"]) == 4999
+
+
+def test_an_ingest_token_sent_as_bearer_pushes(api_user, prod, tree, tmp_path):
+    _, key = create_token(api_user, "ingest", cluster=prod)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    response = post(client, collect(tmp_path, timezone.now().replace(microsecond=0) - timedelta(minutes=1)))
+    assert response.status_code == 200, response.content
+    assert response.json()["cluster"] == "prod" and response.json()["samples_written"] == 1
 
 
 def test_wrong_content_type_is_refused(pusher, prod):

@@ -46,9 +46,39 @@ def test_an_affected_ubuntu_build_names_the_first_fixed_build(reader):
     assert body["verdict"] == "affected" and body["fixed_in"] == ["4.15.0-69.78"]
 
 
-def test_garbage_is_unknown_not_an_error(reader):
-    body = reader.get(URL, {"version": "not a kernel"}).json()
-    assert body["verdict"] == "unknown" and "not a kernel" in body["reasons"][0]
+def test_every_real_kernel_string_is_answered_with_a_verdict(reader, fixtures_dir):
+    for version in sorted(real_strings(fixtures_dir)):
+        response = reader.get(URL, {"version": version})
+        assert response.status_code == 200, (version, response.content)
+        assert response.json()["version"] == version
+
+
+@pytest.mark.parametrize(
+    ("version", "reason"),
+    [
+        ("10.0.17763.1577", "Windows"),  # a Windows node's kernelVersion
+        ("4.4.0-19041-Microsoft", "WSL 1"),
+        ("1.2.3", "Could not read a Linux kernel release"),
+    ],
+)
+def test_a_release_string_without_a_known_verdict_is_unknown_not_an_error(reader, version, reason):
+    response = reader.get(URL, {"version": version})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["verdict"] == "unknown" and reason in body["reasons"][0]
+
+
+@pytest.mark.parametrize(
+    "version",
+    ["not a kernel", "hello", "'; drop", "99999999999999999999.1", "v5.4.0", "5.4.0 (Ubuntu)", "5.", "x" * 300],
+)
+def test_a_string_that_is_no_kernel_release_is_a_400_saying_what_to_give(reader, version):
+    response = reader.get(URL, {"version": version})
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json"
+    [message] = response.json()["version"]
+    assert message.startswith("version is not a kernel release") and "uname -r" in message
+    assert repr(version[:40]) in message and len(message) < 200
 
 
 @pytest.mark.parametrize("params", [{}, {"version": ""}, {"version": "   "}])

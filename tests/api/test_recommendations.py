@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import csv
 import io
+from datetime import datetime
+from email.message import Message
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
 from apps.advisor.models import Finding
+from apps.advisor.snippets import resource_change
+from apps.clusters.models import Pod
 from tests.builders import build_cluster
 
 pytestmark = pytest.mark.django_db
@@ -75,9 +80,44 @@ def test_cluster_and_namespace_narrow_the_rows(reader, demo):
     assert {(r["cluster"], r["namespace"]) for r in batch} == {("demo", "batch")} and len(batch) == 2
 
 
-def test_csv_file_name_says_what_it_holds(reader, demo):
+def test_csv_file_name_says_what_it_holds_including_the_window(reader, demo):
     response = reader.get(URL, {"format": "csv", "cluster": "demo", "namespace": "shop"})
-    assert response["Content-Disposition"] == 'attachment; filename="cputune-recommendations-demo-shop.csv"'
+    assert response["Content-Disposition"] == 'attachment; filename="cputune-demo-shop-1h-recommendations.csv"'
+    response = reader.get(URL, {"format": "csv", "cluster": "demo", "window": "24h"})
+    assert response["Content-Disposition"] == 'attachment; filename="cputune-demo-24h-recommendations.csv"'
+
+
+def test_the_api_and_the_page_name_the_same_csv_alike(client, api_user, demo):
+    client.force_login(api_user)
+    for window in ("1h", "7d"):
+        api = client.get(URL, {"format": "csv", "cluster": "demo", "namespace": "shop", "window": window})
+        page = client.get("/c/demo/ns/shop/recommendations.csv", {"window": window})
+        assert api.status_code == page.status_code == 200
+        assert api["Content-Disposition"] == page["Content-Disposition"]
+
+
+HOSTILE_NAMESPACE = "a\";filename*=UTF-8''evil.cmd;b=\""
+
+
+def saved_name(content_disposition: str) -> str | None:
+    """The file name a browser saves, read the way an RFC 6266 parser reads it (filename* would win)."""
+    message = Message()
+    message["Content-Disposition"] = content_disposition
+    return message.get_filename()
+
+
+def test_a_hostile_namespace_cannot_choose_the_saved_file_name(reader, client, api_user, demo):
+    Pod.objects.filter(cluster=demo, namespace="batch").update(namespace=HOSTILE_NAMESPACE)
+    Finding.objects.filter(cluster=demo, namespace="batch").update(namespace=HOSTILE_NAMESPACE)
+    client.force_login(api_user)
+    api = reader.get(URL, {"format": "csv", "cluster": "demo", "namespace": HOSTILE_NAMESPACE})
+    page = client.get(f"/c/demo/ns/{quote(HOSTILE_NAMESPACE, safe='')}/recommendations.csv")
+    for response in (api, page):
+        assert response.status_code == 200
+        header = response["Content-Disposition"]
+        assert header == 'attachment; filename="cputune-demo-a_filename_UTF-8_evil.cmd_b_-1h-recommendations.csv"'
+        assert saved_name(header) == "cputune-demo-a_filename_UTF-8_evil.cmd_b_-1h-recommendations.csv"
+        assert "filename*" not in header
 
 
 @pytest.mark.parametrize(
@@ -121,3 +161,47 @@ def test_no_clusters_is_an_empty_list_and_a_header_only_csv(reader):
     assert reader.get(URL).json() == {"count": 0, "next": None, "previous": None, "results": []}
     response = reader.get(URL, {"format": "csv"})
     assert b"".join(response.streaming_content).decode().count("\r\n") == 1
+
+
+def test_rows_say_what_window_and_periods_they_rest_on_and_how_to_apply_them(reader, demo):
+    findings = {
+        f.container.pod.name: f
+        for f in Finding.objects.filter(cluster=demo, window="1h").select_related("container__pod")
+    }
+    json_rows, csv_rows = all_json(reader), all_csv(reader)
+    assert len(json_rows) == len(csv_rows) > 0
+    for as_json, as_csv in zip(json_rows, csv_rows, strict=True):
+        finding = findings[as_json["pod"]]
+        pod = finding.container.pod
+        rec = next(r for r in finding.recommendations if r["kind"] == as_json["kind"])
+        change = resource_change(
+            namespace=pod.namespace,
+            pod=pod.name,
+            container=finding.container.name,
+            workload_kind=pod.workload_kind,
+            workload_name=pod.workload_name,
+            request_mcpu=rec["suggested_request_mcpu"],
+            limit_mcpu=rec["suggested_limit_mcpu"],
+        )
+        assert finding.window_start is not None
+        assert datetime.fromisoformat(as_json["window_start"]) == finding.window_start
+        assert datetime.fromisoformat(as_json["window_end"]) == finding.window_end
+        assert datetime.fromisoformat(as_json["computed_at"]) == finding.computed_at
+        assert datetime.fromisoformat(as_csv["window_start"]) == finding.window_start
+        assert datetime.fromisoformat(as_csv["window_end"]) == finding.window_end
+        assert datetime.fromisoformat(as_csv["computed_at"]) == finding.computed_at
+        assert as_json["periods"] == finding.periods
+        assert as_csv["periods"] == ("" if finding.periods is None else str(finding.periods))
+        assert as_json["kubectl_command"] == (change.kubectl if change else None)
+        assert as_csv["kubectl_command"] == (change.kubectl if change else "")
+    api = next(r for r in json_rows if r["pod"] == "api-0" and r["kind"] == "raise_limit")
+    assert api["periods"] == 30 * 600
+    assert api["kubectl_command"] == "kubectl set resources deployment/api -c main --limits=cpu=600m -n shop"
+    assert next(r for r in json_rows if r["kind"] == "cut_threads")["kubectl_command"] is None  # nothing to set
+
+
+def test_lifetime_rows_have_no_window_start(reader, demo):
+    Finding.objects.filter(cluster=demo, window="1h", namespace="batch").update(lifetime=True, window_start=None)
+    rows = all_csv(reader, namespace="batch")
+    assert rows and all(row["window_start"] == "" and row["window_end"] for row in rows)
+    assert all(row["window_start"] is None for row in all_json(reader, namespace="batch"))

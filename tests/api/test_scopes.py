@@ -6,6 +6,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
 
 from apps.api.models import ApiToken
 from apps.api.services import create_token, revoke_token
@@ -46,6 +47,53 @@ def test_nothing_is_reachable_without_credentials(client_for, demo, url):
     response = client_for(None).get(url) if url != INGEST_URL else client_for(None).post(url, {}, format="json")
     assert response.status_code == 401
     assert response["WWW-Authenticate"] == "Token"
+
+
+def bearer(key: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return client
+
+
+@pytest.mark.parametrize("url", ["/api/v1/clusters/demo/namespaces/shop/containers/", "/metrics"])
+def test_a_read_token_sent_as_bearer_reads_like_one_sent_as_token(read_key, demo, url):
+    assert bearer(read_key).get(url).status_code == 200
+
+
+def test_a_bearer_ingest_token_keeps_its_scope(ingest_key, read_key, demo):
+    denied = bearer(ingest_key).get(READ_URLS[0])
+    assert denied.status_code == 403 and "read scope" in denied.json()["detail"]
+    refused = bearer(read_key).post(INGEST_URL, {}, format="json")
+    assert refused.status_code == 403 and "ingest scope" in refused.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["Bearer", "Bearer ", "Bearer a b", "Bearer ctk_not-a-key", "bearer ctk_not-a-key", "Bearer\tctk_\xff"],
+)
+def test_a_malformed_or_unknown_bearer_header_is_a_401(demo, header):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=header)
+    response = client.get(READ_URLS[0])
+    assert response.status_code == 401 and response["WWW-Authenticate"] == "Token"
+    assert "token" in response.json()["detail"].lower()
+
+
+def test_a_revoked_token_sent_as_bearer_is_refused(api_user, demo):
+    token, key = create_token(api_user, "read")
+    assert bearer(key).get(READ_URLS[0]).status_code == 200
+    revoke_token(token)
+    response = bearer(key).get(READ_URLS[0])
+    assert response.status_code == 401 and response.json() == {"detail": "Invalid or revoked token."}
+
+
+def test_the_schema_documents_both_token_schemes(client):
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    schemes = schema["components"]["securitySchemes"]
+    assert schemes["bearerAuth"] == {"type": "http", "scheme": "bearer"}
+    assert "Token" in schemes["tokenAuth"]["description"]
+    assert {"tokenAuth": []} in schema["paths"]["/api/v1/clusters/"]["get"]["security"]
+    assert {"bearerAuth": []} in schema["paths"]["/api/v1/clusters/"]["get"]["security"]
 
 
 @pytest.mark.parametrize("url", [READ_URLS[0], INGEST_URL])

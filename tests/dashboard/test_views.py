@@ -327,6 +327,23 @@ def test_namespace_csv_has_one_row_per_container_and_recommendation(ops: Client,
     assert lower["limit_mcpu"] == "" and lower["throttle_ratio"] == ""  # unknown is empty, never 0
 
 
+def test_namespace_csv_rows_carry_their_window_and_the_kubectl_line(ops: Client, demo: Cluster) -> None:
+    rows = csv_rows(ops.get(f"{NS}recommendations.csv", {"window": "24h"}))
+    finding = Finding.objects.get(cluster=demo, window="24h", container__pod__name="api-0")
+    raise_limit = next(r for r in rows if r["pod"] == "api-0" and r["kind"] == "raise_limit")
+    assert finding.window_start is not None
+    assert raise_limit["window_start"] == finding.window_start.isoformat()
+    assert raise_limit["window_end"] == finding.window_end.isoformat()
+    assert raise_limit["computed_at"] == finding.computed_at.isoformat()
+    assert raise_limit["periods"] == str(finding.periods)
+    assert raise_limit["kubectl_command"] == "kubectl set resources deployment/api -c main --limits=cpu=600m -n shop"
+    assert next(r for r in rows if r["kind"] == "cut_threads")["kubectl_command"] == ""  # nothing to set
+    lower = next(r for r in csv_rows(ops.get(f"{NS}recommendations.csv")) if r["pod"] == "cache-0")
+    assert lower["kubectl_command"] == (
+        f"kubectl set resources statefulset/cache -c main --requests=cpu={lower['suggested_request_mcpu']}m -n shop"
+    )
+
+
 def test_namespace_csv_follows_the_page_filters(ops: Client, demo: Cluster) -> None:
     rows = csv_rows(ops.get(f"{NS}recommendations.csv?kind=cut_threads&min_throttle_ratio=0.5"))
     assert {(r["pod"], r["kind"]) for r in rows} == {("api-0", "cut_threads"), ("api-1", "cut_threads")}

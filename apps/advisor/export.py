@@ -1,4 +1,5 @@
-"""CSV for spreadsheets, shared by the API and the dashboard's CSV page: streamed, formula-safe, None as an empty cell.
+"""CSV for spreadsheets, shared by the API and the dashboard's CSV pages: streamed, formula-safe, None as an empty
+cell, and one file-name scheme. Pure Python (no Django), below both so neither imports the other.
 
 A cell that a spreadsheet would read as a formula (text starting with `=`, `+`, `-`, `@`, a tab or a carriage return,
 the OWASP "CSV injection" list) gets a leading `'`, which spreadsheets show as plain text. Only text is touched: an int
@@ -10,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
@@ -56,3 +58,21 @@ def stream_csv(rows: Iterable[Mapping[str, Any]], fields: Sequence[str]) -> Iter
     yield writer.writerow(list(fields)).encode()
     for row in rows:
         yield writer.writerow([neutralise(row.get(field)) for field in fields]).encode()
+
+
+_UNSAFE_IN_FILE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_NAME_PART_MAX_CHARS = 80  # Kubernetes names reach 253 characters; file systems stop at 255 bytes
+
+
+def _file_name_part(name: str) -> str:
+    return _UNSAFE_IN_FILE_NAME.sub("_", name)[:_NAME_PART_MAX_CHARS] or "_"
+
+
+def recommendations_csv_filename(*, window: str, cluster: str | None = None, namespace: str | None = None) -> str:
+    """`cputune-<cluster>-<namespace>-<window>-recommendations.csv`, leaving out the names not given.
+
+    Only `[A-Za-z0-9._-]` from the names reach it (any other run of characters becomes `_`), so a cluster or
+    namespace name cannot add quotes, parameters or path separators to a Content-Disposition header or the saved file.
+    """
+    parts = [_file_name_part(name) for name in (cluster, namespace, window) if name]
+    return "-".join(["cputune", *parts, "recommendations"]) + ".csv"

@@ -7,7 +7,7 @@ import shlex
 import pytest
 import yaml
 
-from apps.dashboard.snippets import cpu_quantity, resource_change
+from apps.advisor.snippets import cpu_quantity, resource_change
 
 
 def change(**overrides: object):

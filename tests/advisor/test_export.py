@@ -1,14 +1,15 @@
-"""The shared CSV writer: what a spreadsheet user sees when opening the file."""
+"""The shared CSV writer and file name: what a spreadsheet user sees when opening the file, and what it is called."""
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import UTC, datetime
 
 import pytest
 
-from apps.api.csv import neutralise, stream_csv
+from apps.advisor.export import neutralise, recommendations_csv_filename, stream_csv
 
 
 def parse(chunks) -> list[list[str]]:
@@ -82,3 +83,31 @@ def test_rows_are_read_lazily_one_at_a_time():
     chunks = stream_csv(rows(), ["n"])
     assert next(chunks) == b"n\r\n" and consumed == []
     assert next(chunks) == b"0\r\n" and consumed == [0]
+
+
+# --- the file name the page and the API give a recommendations CSV ----------------------------------------------------
+
+
+def test_the_file_name_names_cluster_namespace_and_window():
+    assert recommendations_csv_filename(cluster="demo", namespace="shop", window="24h") == (
+        "cputune-demo-shop-24h-recommendations.csv"
+    )
+    assert recommendations_csv_filename(cluster="demo", window="1h") == "cputune-demo-1h-recommendations.csv"
+    assert recommendations_csv_filename(window="7d") == "cputune-7d-recommendations.csv"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["a\";filename*=UTF-8''evil.cmd;b=\"", "../../etc/passwd", "a\r\nSet-Cookie: x=1", "ns\\x", "é", "", "a b\tc"],
+)
+def test_only_safe_characters_of_a_name_reach_the_file_name(name):
+    filename = recommendations_csv_filename(cluster="demo", namespace=name, window="1h")
+    assert re.fullmatch(r"[A-Za-z0-9._-]+", filename), filename
+    assert filename.startswith("cputune-demo-") and filename.endswith("-1h-recommendations.csv")
+
+
+def test_a_hostile_name_keeps_its_safe_letters_and_a_long_one_is_cut():
+    assert recommendations_csv_filename(namespace="a\";filename*=UTF-8''evil.cmd;b=\"", window="1h") == (
+        "cputune-a_filename_UTF-8_evil.cmd_b_-1h-recommendations.csv"
+    )
+    assert len(recommendations_csv_filename(cluster="c" * 253, namespace="n" * 253, window="1h")) < 255

@@ -1,4 +1,7 @@
-"""Copyable changes for a recommendation: a `kubectl set resources` command and the manifest's resources block."""
+"""Copyable changes for a recommendation: a `kubectl set resources` command and the manifest's resources block.
+
+Pure Python (no Django): the pod page shows them and the recommendations CSV carries the command, from one function.
+"""
 
 from __future__ import annotations
 
