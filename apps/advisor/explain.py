@@ -184,21 +184,17 @@ def _shortfall_paragraph(facts: ContainerFacts, policy: Policy) -> str | None:
     shortfalls = data_shortfalls(facts, policy, (window.window_end - window.window_start).total_seconds())
     if not shortfalls:
         return None
-    needs = []
+    needs: dict[str, list[str]] = {}  # who needs it → what, in the order the shortfalls come
     for shortfall in shortfalls:
         if shortfall.unit == "periods":
-            needs.append(
-                f"the throttling rules need {plural(shortfall.need, 'period')} run under the quota "
-                f"({shortfall.have:,} so far)"
-            )
+            who, what = "the throttling rules need", f"{plural(shortfall.need, 'period')} run under the quota"
         elif shortfall.unit == "minutes":
-            needs.append(
-                f"lower request needs samples over {plural(shortfall.need, 'minute')} of the window "
-                f"({shortfall.have:,} so far)"
-            )
+            who, what = "lower request needs", f"samples over {plural(shortfall.need, 'minute')} of the window"
         else:
-            needs.append(f"lower request needs {plural(shortfall.need, 'sample')} ({shortfall.have:,} so far)")
-    return f"No change suggested yet, but not every rule could judge this window: {'; '.join(needs)}."
+            who, what = "lower request needs", plural(shortfall.need, "sample")
+        needs.setdefault(who, []).append(f"{what} ({shortfall.have:,} so far)")
+    clauses = [f"{who} {' and '.join(whats)}" for who, whats in needs.items()]
+    return f"No change suggested yet, but not every rule could judge this window: {'; '.join(clauses)}."
 
 
 def explain_paragraphs(

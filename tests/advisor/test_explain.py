@@ -153,7 +153,7 @@ def test_without_advice_a_window_too_short_to_judge_says_so_instead_of_nothing_t
                     usage_max_mcpu=50.0, samples=7, covered_seconds=420.0)  # fmt: skip
     last = explain_paragraphs(facts(early), advise(facts(early), POLICY), POLICY)[-1]
     assert last.startswith("No change suggested yet, but not every rule could judge this window")
-    assert "samples over 30 minutes of the window (7 so far)" in last and "20 samples (7 so far)" in last
+    assert "lower request needs samples over 30 minutes of the window (7 so far) and 20 samples (7 so far)" in last
     assert "crosses a threshold" not in last
     # A whole window of the same usage is judged: lower_request fires and its reason is given.
     whole = replace(early, samples=60, covered_seconds=3600.0)
