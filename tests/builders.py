@@ -52,8 +52,12 @@ def build_cluster(
     node_cpus: int = 16,
     kernel: str = "4.19.76-linuxkit",
     now: datetime | None = None,
+    uptime_s: float = 0,
 ) -> Cluster:
-    """Store `minutes` of readings every `step_s` seconds for per_pattern pods of each pattern, then findings."""
+    """Store `minutes` of readings every `step_s` seconds for per_pattern pods of each pattern, then findings.
+
+    `uptime_s`: how long the containers ran before the first reading, so that reading's counters are not zero, as
+    for containers already running when cputune starts (minutes=0 then gives lifetime figures with a ratio)."""
     now = (now or timezone.now()).replace(microsecond=0)
     cluster = Cluster.objects.create(name=name, source="kubernetes")
     nodes = [NodeInfo(name=f"{name}-node-{i}", capacity_mcpu=node_cpus * 1000, allocatable_mcpu=node_cpus * 1000 - 200,
@@ -87,19 +91,20 @@ def build_cluster(
     readings: list[CounterReading] = []
     for pod, pattern in plan:
         has_quota = pattern.limit_mcpu is not None
-        periods_per_step = step_s * 10 if has_quota else 0
         for s in range(steps + 1):
             ts = now - timedelta(seconds=(steps - s) * step_s)
+            ran_s = uptime_s + s * step_s
+            periods = round(ran_s * 10) if has_quota else 0  # 100 ms periods
             readings.append(
                 CounterReading(
                     namespace=pod.namespace,
                     pod=pod.name,
                     container="main",
                     ts=ts,
-                    periods_total=periods_per_step * s if has_quota else None,
-                    throttled_periods_total=round(periods_per_step * s * pattern.throttle_ratio) if has_quota else None,
-                    throttled_seconds_total=periods_per_step * s * pattern.throttle_ratio * 0.05 if has_quota else None,
-                    usage_seconds_total=pattern.usage_mcpu / 1000.0 * step_s * s,
+                    periods_total=periods if has_quota else None,
+                    throttled_periods_total=round(periods * pattern.throttle_ratio) if has_quota else None,
+                    throttled_seconds_total=periods * pattern.throttle_ratio * 0.05 if has_quota else None,
+                    usage_seconds_total=pattern.usage_mcpu / 1000.0 * ran_s,
                     threads=pattern.threads,
                     period_us=100_000,
                     node=pod.node,

@@ -2,8 +2,8 @@
 
 Requests become cpu.shares (cgroup v1) or cpu.weight (v2): a floor under contention. Limits become a quota per period:
 a ceiling. The conversions from Kubernetes quantities are the kubelet's, in apps.clusters.kubelet; this module adds
-the shares ↔ weight mappings of the runtimes, the floor and ceiling, the slice arithmetic and the talk's latency model
-(DOMAIN.md §1, §3; seed 000).
+the shares ↔ weight mappings of the runtimes, the floor and ceiling, the slice arithmetic and the latency model of
+Indeed's KubeCon 2019 talk on CFS throttling ("the talk" below).
 """
 
 from __future__ import annotations
@@ -263,7 +263,7 @@ def stranded_quota(
 
     One CPU is the one whose thread got throttled, so it strands nothing. Unknown threads count as every CPU.
     With `quota_us` the bound is capped at the quota: only handed-out quota can be stranded. Applies to kernels
-    with the slice-expiry bug only (DOMAIN.md §3); on fixed kernels nothing expires.
+    with the slice-expiry bug only (see apps.advisor.kernel); on fixed kernels nothing expires.
     """
     if node_cpus <= 0:
         raise ValueError(f"node CPU count {node_cpus!r} must be positive")

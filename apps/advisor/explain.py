@@ -11,10 +11,11 @@ from apps.advisor.rules import (
     ContainerFacts,
     Policy,
     Recommendation,
+    data_shortfalls,
     format_mcpu,
     format_ms,
-    format_number,
     format_ratio,
+    plural,
 )
 from apps.clusters.kubelet import quota_us_from_limit_mcpu, shares_from_request_mcpu
 
@@ -28,14 +29,22 @@ def _data_paragraph(facts: ContainerFacts) -> str:
         )
     if window.samples == 0:
         return "No usable samples in this window: nothing can be judged yet" + (
-            f" ({window.gaps_ignored} samples followed gaps and were ignored)." if window.gaps_ignored else "."
+            f" ({plural(window.gaps_ignored, 'sample')} followed gaps and {'was' if window.gaps_ignored == 1 else 'were'}"
+            " ignored)."
+            if window.gaps_ignored
+            else "."
         )
     covered = window.covered_seconds or 0.0
-    text = f"{window.samples} samples covering {covered / 60:.0f} min"
+    text = f"{plural(window.samples, 'sample')} covering {covered / 60:.0f} min"
     if window.window_start is not None:
-        text += f" of the window {window.window_start:%Y-%m-%d %H:%M}–{window.window_end:%H:%M} UTC"
+        start, end = window.window_start, window.window_end
+        end_text = f"{end:%H:%M}" if start.date() == end.date() else f"{end:%Y-%m-%d %H:%M}"
+        text += f" of the window {start:%Y-%m-%d %H:%M}–{end_text} UTC"
     if window.gaps_ignored:
-        text += f"; {window.gaps_ignored} samples after a gap in collection were ignored rather than spread"
+        text += (
+            f"; {plural(window.gaps_ignored, 'sample')} after a gap in collection "
+            f"{'was' if window.gaps_ignored == 1 else 'were'} ignored rather than spread"
+        )
     return text + "."
 
 
@@ -50,11 +59,14 @@ def _floor_paragraph(facts: ContainerFacts) -> str:
             f"in proportion to shares, and 2 shares is next to nothing{floor}: it runs only on CPU others leave idle."
         )
     shares = shares_from_request_mcpu(request)
-    text = f"Floor: its request of {format_mcpu(request)} becomes {shares:,} cpu.shares ({request}m × 1024 / 1000)."
+    text = (
+        f"Floor: its request of {format_mcpu(request)} becomes {shares:,} cpu.shares "
+        f"({format_mcpu(request, with_cpus=False)} × 1024 / 1000)."
+    )
     if facts.shares_floor_mcpu is not None and facts.node_total_shares and facts.node_allocatable_mcpu:
         text += (
-            f" CPU time is split in proportion to shares when every pod wants CPU: {facts.node_allocatable_mcpu:,}m "
-            f"allocatable × its share of the {facts.node_total_shares:,} shares on the node = "
+            " CPU time is split in proportion to shares when every pod wants CPU: "
+            f"{format_mcpu(facts.node_allocatable_mcpu, with_cpus=False)} allocatable × its share of the {facts.node_total_shares:,} shares on the node = "
             f"{format_mcpu(facts.shares_floor_mcpu)} guaranteed under full contention"
         )
         if facts.shares_floor_mcpu > request:
@@ -81,10 +93,12 @@ def _ceiling_paragraph(facts: ContainerFacts) -> str:
         f"Ceiling: its limit of {format_mcpu(limit)} is a quota of {format_ms(quota_us)} of CPU time per "
         f"{format_ms(facts.period_us)} period (cpu.cfs_quota_us {quota_us} / cpu.cfs_period_us {facts.period_us}), "
         "shared by all its threads. Once they have used it, every one of them waits for the next period. The "
-        f"quota is handed to CPUs in slices of {format_ms(slice_us)}: {format_number(shape.slices_per_period)} slices"
+        f"quota is handed to CPUs in slices of {format_ms(slice_us)}: {plural(shape.slices_per_period, 'slice')}"
     )
     if shape.cpus_fed is not None:
-        text += f", so it can run on at most {shape.cpus_fed} of this node's {facts.node_cpus} CPUs at once"
+        text += (
+            f", so it can run on at most {shape.cpus_fed} of this node's {plural(facts.node_cpus or 0, 'CPU')} at once"
+        )
     return text + "."
 
 
@@ -104,8 +118,8 @@ def _latency_paragraph(facts: ContainerFacts, policy: Policy) -> str:
         )
     scope = "since it started" if window.lifetime else "in this window"
     text = (
-        f"Throttling: it ran out of quota in {window.throttled_periods:,} of the {window.periods:,} periods it was "
-        f"runnable {scope}, a throttle ratio of {format_ratio(window.throttle_ratio)} (target "
+        f"Throttling: it ran out of quota in {window.throttled_periods:,} of the {plural(window.periods, 'period')} it "
+        f"was runnable {scope}, a throttle ratio of {format_ratio(window.throttle_ratio)} (target "
         f"{format_ratio(policy.throttle_target)})."
     )
     if window.periods < policy.min_periods:
@@ -158,14 +172,36 @@ def _usage_paragraph(facts: ContainerFacts) -> str | None:
     if facts.limit_mcpu and window.usage_p95_mcpu is not None:
         text += f" Its p95 is {format_ratio(window.usage_p95_mcpu / facts.limit_mcpu)} of its limit."
     if window.threads_max:
-        text += f" Up to {window.threads_max} threads."
+        text += f" Up to {plural(window.threads_max, 'thread')}."
     return text
+
+
+def _shortfall_paragraph(facts: ContainerFacts, policy: Policy) -> str | None:
+    """Which rules could not judge the window yet, and what each still lacks; None when every rule could."""
+    window = facts.window
+    if window.window_start is None:
+        return None
+    shortfalls = data_shortfalls(facts, policy, (window.window_end - window.window_start).total_seconds())
+    if not shortfalls:
+        return None
+    needs: dict[str, list[str]] = {}  # who needs it → what, in the order the shortfalls come
+    for shortfall in shortfalls:
+        if shortfall.unit == "periods":
+            who, what = "the throttling rules need", f"{plural(shortfall.need, 'period')} run under the quota"
+        elif shortfall.unit == "minutes":
+            who, what = "lower request needs", f"samples over {plural(shortfall.need, 'minute')} of the window"
+        else:
+            who, what = "lower request needs", plural(shortfall.need, "sample")
+        needs.setdefault(who, []).append(f"{what} ({shortfall.have:,} so far)")
+    clauses = [f"{who} {' and '.join(whats)}" for who, whats in needs.items()]
+    return f"No change suggested yet, but not every rule could judge this window: {'; '.join(clauses)}."
 
 
 def explain_paragraphs(
     facts: ContainerFacts, recommendations: Sequence[Recommendation], policy: Policy | None = None
 ) -> tuple[str, ...]:
-    """The explanation as paragraphs: data, floor, ceiling, throttling and latency, usage, then each advice's reason."""
+    """The explanation as paragraphs: data, floor, ceiling, throttling and latency, usage, then each advice's reason
+    (or, without advice, whether every rule could judge)."""
     policy = policy or Policy()
     paragraphs = [_data_paragraph(facts), _floor_paragraph(facts), _ceiling_paragraph(facts)]
     if facts.window.samples or facts.window.lifetime:
@@ -179,7 +215,9 @@ def explain_paragraphs(
     elif facts.window.lifetime:
         paragraphs.append("No change suggested from lifetime counters alone; a window of samples adds usage figures.")
     elif facts.window.samples:
-        paragraphs.append("No change suggested: nothing in this window crosses a threshold.")
+        paragraphs.append(
+            _shortfall_paragraph(facts, policy) or "No change suggested: nothing in this window crosses a threshold."
+        )
     return tuple(paragraphs)
 
 

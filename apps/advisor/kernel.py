@@ -1,6 +1,6 @@
 """Kernel verdicts for the CFS per-CPU slice expiry bug. Pure Python: no Django import.
 
-The bug (DOMAIN.md §3): CFS bandwidth control hands quota to each CPU in slices; on affected kernels the unused
+The bug: CFS bandwidth control hands quota to each CPU in slices; on affected kernels the unused
 remainder of a slice expires at the period end, so a many-core node strands up to 1 ms of quota per CPU per
 period and throttles containers far below their limit. The commits that matter:
 
@@ -19,7 +19,7 @@ Reading a `uname -r` string (a node's `status.nodeInfo.kernelVersion`):
 - Stable-tracking vendors put the real upstream sublevel in the version: Amazon Linux (`4.14.133-113.105.amzn2`),
   COS (`4.14.56+`), Flatcar and Container Linux, Photon, linuxkit, Talos, WSL 2, Fedora, Azure Linux, Debian
   package versions (`4.19.67-2+deb10u2`). Every vendor kernel contains at least the upstream release it names, so
-  a base at or past the fix means fixed (DOMAIN: vendors rebase on stable).
+  a base at or past the fix means fixed (vendors rebase on stable).
 - Ubuntu (`4.15.0-69-generic`), Debian (`4.19.0-6-amd64`), RHEL (`3.10.0-1127.el7`), Oracle UEK
   (`4.14.35-1902.306.2.el7uek`) and SUSE (`4.12.14-122.37-default`) keep a frozen base: `4.15.0` says nothing about
   which stable fixes went in. Only the vendor build number and the vendor's own record (VENDOR_BACKPORTS) decide.
@@ -133,7 +133,7 @@ class KernelRelease:
         return f"{self.major}.{self.minor}.{self.patch}"
 
 
-# --- The upstream facts (DOMAIN.md §3) --------------------------------------------------------------------------
+# --- The upstream facts -----------------------------------------------------------------------------------------
 
 FIX = "de53fd7aedb1 + 763a9ec06c40 (CVE-2019-19922)"
 MAINLINE_FIX_LINE = (5, 4)
@@ -161,7 +161,7 @@ BackportChange = Literal["fix", "512ac999", "revert_512ac999", "none"]
 
 @dataclass(frozen=True, slots=True)
 class VendorBackport:
-    """One row of DOMAIN.md §3's vendor table: the first build of a vendor line that has `change`.
+    """One row of the vendor table: the first build of a vendor line that has `change`.
 
     `status`: confirmed = the vendor's tracker or advisory says so; reported = issue threads or mirrors; not_found =
     no record, so builds below the upstream fix are unknown. `stream` restricts a row to builds whose first build
@@ -222,16 +222,16 @@ VENDOR_BACKPORTS: tuple[VendorBackport, ...] = (
                    evidence="USN-4226-1", status="confirmed", flavours=("gke",), before="slice_expiry"),
     VendorBackport(vendor="ubuntu", line="Ubuntu 5.0 azure", kernel_line=(5, 0), first_fixed="5.0.0-1028.30",
                    evidence="USN-4226-1", status="confirmed", flavours=("azure",), before="slice_expiry",
-                   note="DOMAIN.md lists 1027.29, but USN-4226-1 itself lists linux-image-5.0.0-1028-azure "
+                   note="Some summaries list 1027.29, but USN-4226-1 itself lists linux-image-5.0.0-1028-azure "
                         "5.0.0-1028.30; the later build is used so that nothing is called fixed on a guess."),
     VendorBackport(vendor="ubuntu", line="Ubuntu 5.0 gcp", kernel_line=(5, 0), first_fixed="5.0.0-1028.29",
                    evidence="USN-4226-1", status="confirmed", flavours=("gcp",), before="slice_expiry"),
     VendorBackport(vendor="ubuntu", line="Ubuntu 5.0 kvm", kernel_line=(5, 0), first_fixed="5.0.0-1024.26",
                    evidence="USN-4226-1", status="confirmed", flavours=("kvm",), before="slice_expiry",
-                   note="Not in DOMAIN.md; taken from the same advisory."),
+                   note="Taken from the same advisory (USN-4226-1)."),
     VendorBackport(vendor="ubuntu", line="Ubuntu 5.0 oracle", kernel_line=(5, 0), first_fixed="5.0.0-1009.14",
                    evidence="USN-4226-1", status="confirmed", flavours=("oracle",), before="slice_expiry",
-                   note="Not in DOMAIN.md; taken from the same advisory."),
+                   note="Taken from the same advisory (USN-4226-1)."),
     VendorBackport(vendor="ubuntu", line="Ubuntu 19.10 5.3 generic", kernel_line=(5, 3), first_fixed="5.3.0-24.26",
                    evidence="Ubuntu CVE tracker", status="confirmed", flavours=_UBUNTU_GENERIC, before="slice_expiry"),
     VendorBackport(vendor="ubuntu", line="Ubuntu 18.04 HWE 5.3 generic", kernel_line=(5, 3),
@@ -960,7 +960,7 @@ def _assess(release: KernelRelease) -> _Finding:
     if release.vendor == "mainline":
         return upstream
     if upstream.verdict == "fixed":
-        # Every vendor kernel carries at least the upstream release it names (DOMAIN: vendors rebase on stable).
+        # Every vendor kernel carries at least the upstream release it names (vendors rebase on stable).
         note = f"{_kernel_of(release)} contains at least the upstream {release.base_text} release it names."
         return _Finding("fixed", None, "high", (*upstream.reasons, note))
     rule = _VENDOR_RULES.get(release.vendor)

@@ -1,8 +1,9 @@
 """Advice rules: from one container's facts and a window summary to recommendations. Pure Python.
 
-Each rule follows DOMAIN.md §7 ("when" and "what to say"): it fires on the numbers in the facts, and its detail shows
-those numbers and the arithmetic behind the suggestion. Every threshold is a field of Policy. A container with fewer
-than `min_periods` periods is not judged on throttling, and no throttling rule fires when the ratio is undefined.
+Each rule says when it fires and what to say: it fires on the numbers in the facts, and its detail shows those
+numbers and the arithmetic behind the suggestion. Every threshold is a field of Policy. A container with fewer than
+`min_periods` periods is not judged on throttling, and no throttling rule fires when the ratio is undefined;
+data_shortfalls() says what a container's data lacks for the rules that could not judge it yet.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from apps.clusters.kubelet import DEFAULT_PERIOD_US, MILLI_CPU_TO_CPU, quota_us_
 Kind = Literal[
     "upgrade_kernel", "raise_limit", "use_whole_cores", "cut_threads", "add_threads", "lower_request", "set_request"
 ]
+THROTTLING_KINDS: tuple[Kind, ...] = ("upgrade_kernel", "raise_limit", "use_whole_cores", "cut_threads")
 Severity = Literal["info", "warning", "critical"]
 
 _SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
@@ -28,7 +30,7 @@ _SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
 class Policy:
     """Every threshold the rules use. Ratios and fractions are in [0, 1]; CPU in mcpu."""
 
-    throttle_target: float = 0.10  # Indeed aims at 0–10 % throttled periods (seed 000)
+    throttle_target: float = 0.10  # Indeed aims at 0–10 % throttled periods (its KubeCon 2019 talk)
     critical_throttle_ratio: float = 0.25  # kubernetes-mixin CPUThrottlingHigh fires above 25 %
     min_periods: int = 50  # fewer periods in the window: not judged on throttling
     headroom: float = 1.2  # new limit or request = observed usage × headroom
@@ -106,13 +108,16 @@ class Recommendation:
     suggested_limit_mcpu: int | None = None
 
 
-def format_mcpu(mcpu: float) -> str:
-    """600 → "600m", 1500 → "1500m (1.5 CPUs)": millicores, with CPUs spelled out from one CPU up."""
+def format_mcpu(mcpu: float, *, with_cpus: bool = True) -> str:
+    """600 → "600m", 1500 → "1,500m (1.5 CPUs)": millicores, with CPUs spelled out from one CPU up unless
+    `with_cpus` is False ("1,500m", as table cells read). The pages' `mcpu` filter calls this too, so advice text
+    and the figures beside it write the same number the same way."""
     rounded = round(mcpu)
-    if rounded >= MILLI_CPU_TO_CPU:
+    text = f"{rounded:,}m"
+    if with_cpus and rounded >= MILLI_CPU_TO_CPU:
         cpus = rounded / MILLI_CPU_TO_CPU
-        return f"{rounded}m ({cpus:g} CPU{'s' if cpus != 1 else ''})"
-    return f"{rounded}m"
+        text += f" ({cpus:g} CPU{'' if cpus == 1 else 's'})"
+    return text
 
 
 def format_ms(us: float) -> str:
@@ -123,6 +128,13 @@ def format_ms(us: float) -> str:
 def format_number(value: float) -> str:
     """At most two decimals, none when whole: 20.0 → "20", 6.6667 → "6.67", 1234.0 → "1234"."""
     return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def plural(count: float, noun: str, plural_noun: str = "") -> str:
+    """The count with its noun, singular for exactly one: plural(1, "thread") → "1 thread", plural(1500, "period") →
+    "1,500 periods", plural(2.5, "slice") → "2.5 slices"; irregular nouns name their plural: ("process", "processes")."""
+    number = f"{count:,}" if isinstance(count, int) else format_number(count)
+    return f"{number} {noun if count == 1 else plural_noun or noun + 's'}"
 
 
 def format_ratio(ratio: float) -> str:
@@ -171,7 +183,7 @@ def _sentence(text: str) -> str:
 def _throttle_evidence(window: WindowSummary, policy: Policy) -> str:
     scope = "since the container started (lifetime)" if window.lifetime else "in this window"
     return (
-        f"throttled in {format_ratio(window.throttle_ratio or 0.0)} of {window.periods:,} periods {scope} "
+        f"throttled in {format_ratio(window.throttle_ratio or 0.0)} of {plural(window.periods or 0, 'period')} {scope} "
         f"({window.throttled_periods:,} / {window.periods:,}; target {format_ratio(policy.throttle_target)})"
     )
 
@@ -187,12 +199,14 @@ def _quota_text(facts: ContainerFacts, limit_mcpu: int) -> str:
     shape = quota_shape(quota_us, facts.period_us, facts.node_cpus, slice_us)
     text = (
         f"limit {format_mcpu(limit_mcpu)} = {format_ms(quota_us)} per {format_ms(facts.period_us)} period; "
-        f"the quota is {format_number(shape.slices_per_period)} slices of {format_ms(slice_us)}"
+        f"the quota is {plural(shape.slices_per_period, 'slice')} of {format_ms(slice_us)}"
     )
     if facts.cfs_slice_us is None:
         text += " (default sched_cfs_bandwidth_slice_us assumed)"
     if shape.cpus_fed is not None:
-        text += f", so at most {shape.cpus_fed} of this node's {facts.node_cpus} CPUs can hold quota at once"
+        text += (
+            f", so at most {shape.cpus_fed} of this node's {plural(facts.node_cpus or 0, 'CPU')} can hold quota at once"
+        )
     return text
 
 
@@ -264,9 +278,9 @@ def _upgrade_kernel(facts: ContainerFacts, policy: Policy, throttled: bool) -> R
         quota_us = quota_us_from_limit_mcpu(limit, facts.period_us)
         stranded = stranded_quota(facts.node_cpus, window.threads_max, facts.period_us, quota_us)
         if window.threads_max:
-            touching = f"(min({facts.node_cpus} CPUs, {window.threads_max} threads) − 1)"
+            touching = f"(min({plural(facts.node_cpus, 'CPU')}, {plural(window.threads_max, 'thread')}) − 1)"
         else:
-            touching = f"({facts.node_cpus} CPUs − 1, thread count unknown)"
+            touching = f"({plural(facts.node_cpus, 'CPU')} − 1, thread count unknown)"
         parts.append(
             f"On this {facts.node_cpus}-CPU node up to {touching} × 1 ms = "
             f"{format_ms(stranded.stranded_us_per_period)} of each {format_ms(facts.period_us)} period can expire "
@@ -278,10 +292,9 @@ def _upgrade_kernel(facts: ContainerFacts, policy: Policy, throttled: bool) -> R
         margin = policy.upgrade_margin_mcpu_per_node_cpu * facts.node_cpus
         suggested_limit = round_up_mcpu(limit + margin, policy.limit_step_mcpu)
         parts.append(
-            f"Until then raise the limit by ~{policy.upgrade_margin_mcpu_per_node_cpu}m × {facts.node_cpus} CPUs = "
-            f"{format_mcpu(margin)}: {format_mcpu(limit)} + {format_mcpu(margin)} = {format_mcpu(limit + margin)}, rounded up to "
-            f"{format_mcpu(suggested_limit)}, "
-            "or use whole cores."
+            f"Until then raise the limit by ~{policy.upgrade_margin_mcpu_per_node_cpu}m × "
+            f"{plural(facts.node_cpus, 'CPU')} = {format_mcpu(margin)}: {format_mcpu(limit)} + {format_mcpu(margin)} = "
+            f"{format_mcpu(limit + margin)}, rounded up to {format_mcpu(suggested_limit)}, or use whole cores."
         )
     else:
         parts.append("Until then raise the limit by ~10m per node CPU, or use whole cores.")
@@ -310,7 +323,7 @@ def _raise_limit(facts: ContainerFacts, policy: Policy, throttled: bool) -> Reco
     capped = ""
     if facts.node_cpus and suggested > facts.node_cpus * MILLI_CPU_TO_CPU:
         suggested = facts.node_cpus * MILLI_CPU_TO_CPU
-        capped = f", capped at the node's {facts.node_cpus} CPUs"
+        capped = f", capped at the node's {plural(facts.node_cpus, 'CPU')}"
     detail = (
         f"{_sentence(_throttle_evidence(window, policy))}; its {usage_name} {format_mcpu(usage)} is "
         f"{format_ratio(usage / limit)} of the limit (near the ceiling from "
@@ -332,7 +345,7 @@ def _raise_limit(facts: ContainerFacts, policy: Policy, throttled: bool) -> Reco
 
 def _raise_limit_for_bursts(facts: ContainerFacts, policy: Policy) -> Recommendation | None:
     """Throttled while its sampled usage stays low, on a kernel known to be fixed: the quota is used up by bursts
-    shorter than the sample interval (seed 003: one-minute averages hide ten-second bursts; the ratio shows them).
+    shorter than the sample interval (one-minute averages hide ten-second bursts; the ratio shows them).
     On an affected or unknown kernel the same picture points at the kernel first (upgrade_kernel)."""
     limit = facts.limit_mcpu
     window = facts.window
@@ -387,8 +400,8 @@ def _use_whole_cores(facts: ContainerFacts, policy: Policy, throttled: bool) -> 
         severity: Severity = "warning"
         where = (
             f"This node's CPU manager policy is static: with request = limit = {format_mcpu(whole)} in a Guaranteed "
-            f"pod the container gets {cores} exclusive core{'s' if cores > 1 else ''}, its threads stay on them and so does its quota, so "
-            "almost nothing can be stranded on other CPUs. Since Kubernetes 1.33 (DisableCPUQuotaWithExclusiveCPUs, "
+            f"pod the container gets {plural(cores, 'exclusive core')}, its threads stay on them and so does its "
+            "quota, so almost nothing can be stranded on other CPUs. Since Kubernetes 1.33 (DisableCPUQuotaWithExclusiveCPUs, "
             "on by default) such containers run without a quota at all; before 1.33 they keep one."
         )
         if facts.qos_class and facts.qos_class != "Guaranteed":
@@ -397,7 +410,7 @@ def _use_whole_cores(facts: ContainerFacts, policy: Policy, throttled: bool) -> 
         severity = "info"
         where = (
             "This node's CPU manager policy is none: whole cores are not exclusive here, the threads still run on "
-            f"any of the {facts.node_cpus} CPUs and only the rounding adds quota; {conditions}."
+            f"any of the {plural(facts.node_cpus, 'CPU')} and only the rounding adds quota; {conditions}."
         )
     else:
         severity = "info"
@@ -407,14 +420,18 @@ def _use_whole_cores(facts: ContainerFacts, policy: Policy, throttled: bool) -> 
         )
     detail = (
         f"{_sentence(_throttle_evidence(facts.window, policy))}. {_sentence(_quota_text(facts, limit))}: with a "
-        f"fractional limit on a {facts.node_cpus}-CPU node its threads can burn the quota on up to {spread} CPUs at "
-        "once, then every one of them waits for the next period. "
-        f"Rounding up: ceil({limit}m / 1000m) = {cores} CPU{'s' if cores > 1 else ''}, request = limit = {format_mcpu(whole)}. {where}"
+        f"fractional limit on a {facts.node_cpus}-CPU node its threads can burn the quota on up to "
+        f"{plural(spread, 'CPU')} at once, then every one of them waits for the next period. "
+        f"Rounding up: ceil({format_mcpu(limit, with_cpus=False)} / 1,000m) = {plural(cores, 'CPU')}, request = limit "
+        f"= {format_mcpu(whole)}. {where}"
     )
     return Recommendation(
         kind="use_whole_cores",
         severity=severity,
-        summary=f"Use whole cores: set request = limit = {format_mcpu(whole)} instead of a {limit}m limit",
+        summary=(
+            f"Use whole cores: set request = limit = {format_mcpu(whole)} instead of a "
+            f"{format_mcpu(limit, with_cpus=False)} limit"
+        ),
         detail=detail,
         suggested_request_mcpu=whole,
         suggested_limit_mcpu=whole,
@@ -449,17 +466,18 @@ def _cut_threads(facts: ContainerFacts, policy: Policy, throttled: bool) -> Reco
             f"{format_ms(facts.period_us)} period."
         )
     detail = (
-        f"{_sentence(_throttle_evidence(facts.window, policy))} with up to {threads} threads, more than "
-        f"{policy.thread_factor:g} × ceil({limit}m / 1000m) = {policy.thread_factor * cpus:g} for a "
+        f"{_sentence(_throttle_evidence(facts.window, policy))} with up to {plural(threads, 'thread')}, more than "
+        f"{policy.thread_factor:g} × ceil({format_mcpu(limit, with_cpus=False)} / 1,000m) = "
+        f"{policy.thread_factor * cpus:g} for a "
         f"{format_mcpu(limit)} limit.{fed} Cap the runtime's parallelism at ceil(limit) = {cpus}: "
-        f"{_THREAD_KNOBS.format(n=cpus)}. Fewer runnable threads use the quota more evenly (seed 000: GOMAXPROCS "
-        "2–3 cut usage, throttling and latency together). The thread count includes idle threads: check how many "
-        "actually run."
+        f"{_THREAD_KNOBS.format(n=cpus)}. Fewer runnable threads use the quota more evenly (in Indeed's talk on "
+        "CFS throttling, GOMAXPROCS 2–3 cut usage, throttling and latency together). The thread count includes idle "
+        "threads: check how many actually run."
     )
     return Recommendation(
         kind="cut_threads",
         severity="warning",
-        summary=f"Cut threads: {threads} threads share a {format_mcpu(limit)} limit; cap parallelism at {cpus}",
+        summary=f"Cut threads: {plural(threads, 'thread')} share a {format_mcpu(limit)} limit; cap parallelism at {cpus}",
         detail=detail,
     )
 
@@ -471,16 +489,16 @@ def _add_threads(facts: ContainerFacts, policy: Policy) -> Recommendation | None
         return None
     suggested = round_up_mcpu(threads * MILLI_CPU_TO_CPU, policy.request_step_mcpu)
     detail = (
-        f"At most {threads} thread(s) were seen while it requests {format_mcpu(request)}: a thread runs on one CPU "
-        f"at a time, so it can never use more than {format_mcpu(threads * MILLI_CPU_TO_CPU)} and the rest of its "
-        "request is reserved for nothing (seed 003: one thread on a 2-CPU request answered in 62 ms instead of "
-        "50 ms). Give it at least as many worker threads as requested CPUs, or lower the request to "
-        f"{format_mcpu(suggested)}."
+        f"At most {plural(threads, 'thread')} {'was' if threads == 1 else 'were'} seen while it requests "
+        f"{format_mcpu(request)}: a thread runs on one CPU at a time, so it can never use more than "
+        f"{format_mcpu(threads * MILLI_CPU_TO_CPU)} and the rest of its request is reserved for nothing (a "
+        "single-threaded service on a 2-CPU request has been seen answering in 62 ms instead of 50 ms). Give it at least as many worker threads "
+        f"as requested CPUs, or lower the request to {format_mcpu(suggested)}."
     )
     return Recommendation(
         kind="add_threads",
         severity="info",
-        summary=f"Add threads: {threads} thread(s) cannot use a {format_mcpu(request)} request",
+        summary=f"Add threads: {plural(threads, 'thread')} cannot use a {format_mcpu(request)} request",
         detail=detail,
         suggested_request_mcpu=suggested if suggested < request else None,
     )
@@ -506,7 +524,7 @@ def _lower_request(facts: ContainerFacts, policy: Policy) -> Recommendation | No
         return None
     detail = (
         f"Its highest usage in the window was {format_mcpu(usage_max)} (p95 "
-        f"{format_mcpu(window.usage_p95_mcpu or 0.0)}, {window.samples} samples over {covered / 60:.0f} min), below "
+        f"{format_mcpu(window.usage_p95_mcpu or 0.0)}, {plural(window.samples, 'sample')} over {covered / 60:.0f} min), below "
         f"{format_ratio(policy.low_usage_fraction)} of its {format_mcpu(request)} request. Suggested request: "
         f"max(p95 × {policy.headroom:g}, max) = {format_mcpu(base)}, rounded up to {format_mcpu(suggested)}; this "
         f"frees {format_mcpu(request - suggested)} of requested CPU, which raises the shares floor of its neighbours."
@@ -543,3 +561,53 @@ def advise(facts: ContainerFacts, policy: Policy) -> tuple[Recommendation, ...]:
     if len(found) > 1:
         found.sort(key=lambda recommendation: _SEVERITY_RANK[recommendation.severity])
     return tuple(found)
+
+
+@dataclass(frozen=True, slots=True)
+class Shortfall:
+    """What a container's figures lack before some rules can judge it: `have` of the `need` units they ask for."""
+
+    unit: Literal["minutes", "samples", "periods"]
+    have: int
+    need: int
+    kinds: tuple[Kind, ...]  # the rules that could not judge for want of it
+
+    @property
+    def text(self) -> str:
+        """ "7 of 30 minutes", "12 of 50 periods"."""
+        return f"{self.have:,} of {plural(self.need, self.unit[:-1])}"
+
+
+def data_shortfalls(facts: ContainerFacts, policy: Policy, window_seconds: float) -> tuple[Shortfall, ...]:
+    """What the container's data is short of for the rules that apply to it, minutes first; () when every rule could
+    judge. `window_seconds` is the window's length (lifetime figures have no start to measure it by).
+
+    The throttling rules (a container with a limit) need `min_periods` periods. lower_request (a request) needs a
+    window, not lifetime figures, whose samples cover `min_coverage_for_lower_request` of it and number
+    `min_samples_for_lower_request` — unless its usage already rules it out: more samples only raise the maximum.
+    The other rules judge on whatever there is.
+    """
+    window = facts.window
+    found: list[Shortfall] = []
+    request = facts.request_mcpu
+    usage_max = window.usage_max_mcpu
+    if request and not (usage_max is not None and usage_max >= policy.low_usage_fraction * request):
+        if window.window_start is not None:
+            window_seconds = (window.window_end - window.window_start).total_seconds()
+        need_seconds = policy.min_coverage_for_lower_request * window_seconds
+        covered_seconds = 0.0 if window.lifetime else window.covered_seconds or 0.0
+        if window.lifetime or covered_seconds < need_seconds:
+            need_minutes = math.ceil(round(need_seconds / 60, 6))
+            found.append(Shortfall("minutes", int(covered_seconds // 60), need_minutes, ("lower_request",)))
+        samples = 0 if window.lifetime else window.samples
+        if samples < policy.min_samples_for_lower_request:
+            found.append(Shortfall("samples", samples, policy.min_samples_for_lower_request, ("lower_request",)))
+    periods = window.periods or 0
+    if facts.limit_mcpu and periods < policy.min_periods:
+        found.append(Shortfall("periods", periods, policy.min_periods, THROTTLING_KINDS))
+    return tuple(found)
+
+
+def shortfall_text(shortfalls: tuple[Shortfall, ...]) -> str:
+    """ "not enough data yet (7 of 30 minutes)": the first shortfall, the one most data will fix; "" for none."""
+    return f"not enough data yet ({shortfalls[0].text})" if shortfalls else ""

@@ -1,4 +1,4 @@
-"""Reading findings for pages, CSV, API and chat: querysets and the contract's row shapes (DESIGN.md "Contract").
+"""Reading findings for pages, CSV, API and chat: querysets and the contract's row shapes.
 
 Report rows and recommendation rows are built here once, so the page, the CSV export and the API cannot drift apart.
 """
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Aggregate, Count, Max, Q, QuerySet
 
 from apps.clusters.kubelet import DEFAULT_PERIOD_US
 from apps.clusters.models import Cluster
@@ -18,7 +18,7 @@ from apps.clusters.models import Cluster
 from .explain import explain_paragraphs
 from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
-from .rules import ContainerFacts, Policy, Recommendation
+from .rules import ContainerFacts, Policy, Recommendation, Shortfall, data_shortfalls
 from .services import next_refresh_at, policy_from_settings
 from .snippets import resource_change
 from .windows import WindowSummary
@@ -173,6 +173,34 @@ class Coverage:
         return (self.covered_seconds or 0) < 0.9 * self.window_seconds
 
 
+def coverage_aggregates() -> dict[str, Aggregate]:
+    """What window_coverage aggregates, for a page that reads other aggregates of the same findings in one query;
+    coverage_from() turns the result into a Coverage."""
+    return {
+        "coverage_containers": Count("id"),
+        "coverage_measured": Count("id", filter=Q(throttle_ratio__isnull=False) | Q(usage_avg_mcpu__isnull=False)),
+        "coverage_lifetime": Count("id", filter=Q(lifetime=True)),
+        "coverage_computed_at": Max("computed_at"),
+        "coverage_covered": Max("covered_seconds"),
+    }
+
+
+def coverage_from(window: str, agg: dict[str, Any]) -> Coverage:
+    """The Coverage of an aggregate that included coverage_aggregates()."""
+    computed_at = agg["coverage_computed_at"]
+    covered = agg["coverage_covered"]
+    return Coverage(
+        window=window,
+        window_seconds=WINDOW_SECONDS[Window(window)],
+        containers=agg["coverage_containers"],
+        measured=agg["coverage_measured"],
+        lifetime=agg["coverage_lifetime"],
+        computed_at=computed_at,
+        covered_seconds=covered,
+        next_refresh_at=next_refresh_at(window, computed_at, covered) if computed_at else None,
+    )
+
+
 def window_coverage(
     cluster: Cluster, window: str, *, namespace: str | None = None, container_ids: Iterable[int] | None = None
 ) -> Coverage:
@@ -182,24 +210,7 @@ def window_coverage(
         qs = qs.filter(namespace=namespace)
     if container_ids is not None:
         qs = qs.filter(container_id__in=list(container_ids))
-    agg = qs.aggregate(
-        containers=Count("id"),
-        measured=Count("id", filter=Q(throttle_ratio__isnull=False) | Q(usage_avg_mcpu__isnull=False)),
-        lifetime=Count("id", filter=Q(lifetime=True)),
-        computed_at=Max("computed_at"),
-        covered=Max("covered_seconds"),
-    )
-    computed_at = agg["computed_at"]
-    return Coverage(
-        window=window,
-        window_seconds=WINDOW_SECONDS[Window(window)],
-        containers=agg["containers"],
-        measured=agg["measured"],
-        lifetime=agg["lifetime"],
-        computed_at=computed_at,
-        covered_seconds=agg["covered"],
-        next_refresh_at=next_refresh_at(window, computed_at, agg["covered"]) if computed_at else None,
-    )
+    return coverage_from(window, qs.aggregate(**coverage_aggregates()))
 
 
 def report_row(finding: Finding) -> dict[str, Any]:
@@ -297,6 +308,18 @@ def explanation(finding: Finding, policy: Policy | None = None) -> tuple[str, ..
 
     Request, limit and node figures are the current ones: after a resize they may be newer than the finding's.
     """
+    return explain_paragraphs(container_facts(finding), _recommendations(finding), policy or policy_from_settings())
+
+
+def shortfalls(finding: Finding, policy: Policy | None = None) -> tuple[Shortfall, ...]:
+    """What the finding's data is short of for the rules that could not judge it yet (rules.data_shortfalls)."""
+    return data_shortfalls(
+        container_facts(finding), policy or policy_from_settings(), WINDOW_SECONDS[Window(finding.window)]
+    )
+
+
+def container_facts(finding: Finding) -> ContainerFacts:
+    """The ContainerFacts the advisor judged the finding on, from the finding, its container and its node."""
     container = finding.container
     node = container.pod.node
     summary = WindowSummary(
@@ -331,7 +354,11 @@ def explanation(finding: Finding, policy: Policy | None = None) -> tuple[str, ..
         node_total_shares=finding.node_total_shares,
         cfs_slice_us=node.cfs_slice_us if node else None,
     )
-    recommendations = [
+    return facts
+
+
+def _recommendations(finding: Finding) -> list[Recommendation]:
+    return [
         Recommendation(
             kind=r["kind"],
             severity=r["severity"],
@@ -342,7 +369,6 @@ def explanation(finding: Finding, policy: Policy | None = None) -> tuple[str, ..
         )
         for r in finding.recommendations
     ]
-    return explain_paragraphs(facts, recommendations, policy or policy_from_settings())
 
 
 def findings_glance(cluster: Cluster, computed_at: datetime, *, top: int = 5) -> list[str]:

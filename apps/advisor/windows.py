@@ -1,6 +1,6 @@
 """From one container's samples to what happened in a window: throttle ratio, usage percentiles, threads. Pure Python.
 
-The throttle ratio is Δnr_throttled / Δnr_periods over the window (DOMAIN.md §2); it is undefined (None), not 0,
+The throttle ratio is Δnr_throttled / Δnr_periods over the window; it is undefined (None), not 0,
 when the container ran no quota periods, and absent when the source has no CFS counters (no limit). Each sample row
 holds the deltas since the previous sample, computed at ingest; a row belongs to the window its end instant falls in
 and its delta is never split. Rows whose interval is longer than `max_gap_intervals` expected intervals (a collector

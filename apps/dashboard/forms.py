@@ -52,7 +52,18 @@ class ReportForm(WindowForm):
             "min_value": "min_throttle_ratio must be between 0 and 1 (e.g. 0.1 for 10 percent).",
             "max_value": "min_throttle_ratio must be between 0 and 1 (e.g. 0.1 for 10 percent).",
         },
-        widget=forms.NumberInput(attrs={"step": "0.01", "min": "0", "max": "1", "placeholder": "0.10"}),
+    )
+    # The page's filter is in percent, as every page shows ratios; min_throttle_ratio (0–1) keeps old links working.
+    min_throttle_pct = forms.FloatField(
+        required=False,
+        min_value=0.0,
+        max_value=100.0,
+        label="min throttle ratio, %",
+        error_messages={
+            "invalid": "min_throttle_pct must be a number of percent between 0 and 100 (e.g. 10).",
+            "min_value": "min_throttle_pct must be between 0 and 100 percent (e.g. 10).",
+            "max_value": "min_throttle_pct must be between 0 and 100 percent (e.g. 10).",
+        },
     )
     node = forms.CharField(required=False, max_length=253)
     workload = forms.CharField(required=False, max_length=253)
@@ -69,6 +80,17 @@ class ReportForm(WindowForm):
             "min_value": "page must be a whole number from 1.",
         },
     )
+
+    def clean(self) -> dict[str, Any]:
+        """The minimum ratio in both spellings, each filled from the other: min_throttle_pct (the page's field) wins
+        over min_throttle_ratio (0–1, from older links)."""
+        data = super().clean() or {}
+        percent = data.get("min_throttle_pct")
+        if percent is not None:
+            data["min_throttle_ratio"] = percent / 100
+        elif data.get("min_throttle_ratio") is not None:
+            data["min_throttle_pct"] = data["min_throttle_ratio"] * 100
+        return data
 
 
 def parse(form_class: type[forms.Form], data: QueryDict) -> dict[str, Any]:

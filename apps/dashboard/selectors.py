@@ -22,7 +22,17 @@ from django.utils import timezone
 from apps.advisor.cfs import pod_shares_floor
 from apps.advisor.kernel import KernelVerdict, kernel_verdict
 from apps.advisor.models import WINDOW_SECONDS, Finding, Window
-from apps.advisor.selectors import explanation, findings, report_row
+from apps.advisor.rules import shortfall_text
+from apps.advisor.selectors import (
+    Coverage,
+    coverage_aggregates,
+    coverage_from,
+    explanation,
+    findings,
+    report_row,
+    shortfalls,
+    window_coverage,
+)
 from apps.clusters.kubelet import shares_from_request_mcpu
 from apps.clusters.models import Cluster, Container, Node, Pod
 from apps.collector.models import CollectionRun
@@ -51,11 +61,47 @@ SORT_FIELDS: dict[str, tuple[str, ...]] = {
     "severity": ("severity_rank",),
 }
 SORT_CHOICES = tuple(key for name in SORT_FIELDS for key in (name, f"-{name}"))
+# A finding with a figure to show: window_coverage's "measured".
+MEASURED = Q(throttle_ratio__isnull=False) | Q(usage_avg_mcpu__isnull=False)
 
 
 def throttle_target() -> float:
     """The throttle ratio (0–1) above which a container counts as over target (settings.CPUTUNE_THROTTLE_TARGET)."""
     return float(settings.CPUTUNE_THROTTLE_TARGET)
+
+
+@dataclass(frozen=True)
+class WindowStatus:
+    """What a page's window figures rest on, so an empty or young window never reads as good news."""
+
+    coverage: Coverage
+    next_refresh_at: datetime | None  # the coverage's; before any finding, the cluster's next collection
+
+    @property
+    def lifetime_only(self) -> bool:
+        """Every figure is a lifetime one: one reading so far, nothing spans time yet."""
+        return self.coverage.computed and self.coverage.lifetime > 0 and not self.coverage.covered_seconds
+
+
+def window_status(
+    cluster: Cluster,
+    window: str,
+    *,
+    namespace: str | None = None,
+    container_ids: Iterable[int] | None = None,
+    coverage: Coverage | None = None,
+) -> WindowStatus:
+    """The findings' coverage (window_coverage, or `coverage` when the page read it already) and when the next
+    figures are due: the coverage's next refresh, or with no finding yet the cluster's next collection."""
+    if coverage is None:
+        coverage = window_coverage(cluster, window, namespace=namespace, container_ids=container_ids)
+    next_at = coverage.next_refresh_at
+    if next_at is None:
+        last = CollectionRun.objects.filter(cluster=cluster).order_by("-started_at").values_list("started_at")[:1]
+        started = [row[0] for row in last]
+        if started:
+            next_at = started[0] + timedelta(seconds=int(settings.CPUTUNE_COLLECT_INTERVAL))
+    return WindowStatus(coverage, next_at)
 
 
 # --- lookups that 404 --------------------------------------------------------------------------------------------
@@ -102,6 +148,7 @@ class ClusterRow:
     overdue: bool  # the next run is more than one interval late: is a worker running?
     verdicts: dict[str, int]  # nodes per kernel verdict
     last_seen: datetime | None  # the newest node sighting: data can arrive without runs (imports, node agents)
+    status: WindowStatus  # what the last hour's figures rest on
 
 
 @dataclass(frozen=True)
@@ -113,6 +160,8 @@ class WorkloadRow:
     containers: int
     worst_ratio: float
     throttled_seconds_per_second: float | None
+    lifetime: bool  # the worst ratio is a lifetime figure: counters since the container started, not this hour
+    lifetime_periods: int | None = None  # the most periods a lifetime figure of the group counts
 
 
 @dataclass(frozen=True)
@@ -122,6 +171,19 @@ class Overview:
     verdicts: dict[str, int]
     target: float
     interval_s: int
+
+    @property
+    def measured(self) -> bool:
+        """Some cluster has last-hour figures: without any, "nothing throttled" would be a guess."""
+        return any(row.status.coverage.computed for row in self.clusters)
+
+    @property
+    def young(self) -> bool:
+        """Some cluster's last-hour figures rest on part of the hour, or on lifetime counters."""
+        return any(
+            row.status.coverage.computed and (row.status.coverage.partial or row.status.coverage.lifetime)
+            for row in self.clusters
+        )
 
 
 def overview(*, now: datetime | None = None, top: int = 10) -> Overview:
@@ -162,6 +224,7 @@ def overview(*, now: datetime | None = None, top: int = 10) -> Overview:
                 overdue=bool(cluster.enabled and next_at and now - next_at > timedelta(seconds=interval_s)),
                 verdicts=per_cluster_verdicts.get(cluster.pk, dict.fromkeys(VERDICTS, 0)),
                 last_seen=cluster.last_seen,
+                status=_overview_status(cluster, run, interval_s),
             )
         )
     total: Counter[str] = Counter()
@@ -174,6 +237,15 @@ def overview(*, now: datetime | None = None, top: int = 10) -> Overview:
         target=throttle_target(),
         interval_s=interval_s,
     )
+
+
+def _overview_status(cluster: Cluster, run: CollectionRun | None, interval_s: int) -> WindowStatus:
+    """The last hour's coverage of one cluster; its last run is known already, so no second look for it."""
+    coverage = window_coverage(cluster, Window.HOUR)
+    next_at = coverage.next_refresh_at
+    if next_at is None and run is not None:
+        next_at = run.started_at + timedelta(seconds=interval_s)
+    return WindowStatus(coverage, next_at)
 
 
 def _count_of(model: type[Node] | type[Pod]) -> QuerySet:
@@ -203,6 +275,8 @@ def most_throttled_workloads(*, top: int = 10, window: str = Window.HOUR) -> lis
             workload=workload,
             containers=Count("id"),
             worst=Max("throttle_ratio"),
+            worst_in_window=Max("throttle_ratio", filter=Q(lifetime=False)),
+            lifetime_periods=Max("periods", filter=Q(lifetime=True)),
             lost=Sum("throttled_seconds_per_second"),
         )
         .order_by("-worst", F("lost").desc(nulls_last=True), "cluster__name", "namespace", "workload")[:top]
@@ -216,9 +290,16 @@ def most_throttled_workloads(*, top: int = 10, window: str = Window.HOUR) -> lis
             containers=r["containers"],
             worst_ratio=r["worst"],
             throttled_seconds_per_second=r["lost"],
+            lifetime=_worst_is_lifetime(r["worst"], r["worst_in_window"]),
+            lifetime_periods=r["lifetime_periods"],
         )
         for r in qs
     ]
+
+
+def _worst_is_lifetime(worst: float | None, worst_in_window: float | None) -> bool:
+    """Whether the worst ratio of a group comes from lifetime figures: no window figure reaches it."""
+    return worst is not None and (worst_in_window is None or worst_in_window < worst)
 
 
 # --- cluster -----------------------------------------------------------------------------------------------------
@@ -231,6 +312,8 @@ class NamespaceRow:
     over_target: int
     worst_ratio: float | None
     critical: int  # containers with a critical recommendation
+    measured: int = 0  # containers with a ratio or a usage figure: none, and "0 over target" says nothing
+    lifetime: bool = False  # the worst ratio is a lifetime figure
 
 
 @dataclass(frozen=True)
@@ -248,6 +331,7 @@ class ClusterPage:
     runs: list[CollectionRun]
     target: float
     next_run_at: datetime | None
+    status: WindowStatus
 
 
 def cluster_page(cluster: Cluster, *, window: str = Window.HOUR, runs: int = 5) -> ClusterPage:
@@ -260,6 +344,8 @@ def cluster_page(cluster: Cluster, *, window: str = Window.HOUR, runs: int = 5) 
             over_target=r["over"],
             worst_ratio=r["worst"],
             critical=r["critical"],
+            measured=r["measured"],
+            lifetime=_worst_is_lifetime(r["worst"], r["worst_in_window"]),
         )
         for r in Finding.objects.filter(cluster=cluster, window=window)
         .values("namespace")
@@ -267,7 +353,9 @@ def cluster_page(cluster: Cluster, *, window: str = Window.HOUR, runs: int = 5) 
             containers=Count("id"),
             over=Count("id", filter=Q(throttle_ratio__gt=target)),
             worst=Max("throttle_ratio"),
+            worst_in_window=Max("throttle_ratio", filter=Q(lifetime=False)),
             critical=Count("id", filter=Q(severity_rank=0)),
+            measured=Count("id", filter=MEASURED),
         )
         .order_by(F("worst").desc(nulls_last=True), "namespace")
     ]
@@ -282,7 +370,9 @@ def cluster_page(cluster: Cluster, *, window: str = Window.HOUR, runs: int = 5) 
     ]
     last_runs = list(CollectionRun.objects.filter(cluster=cluster).prefetch_related("problems")[:runs])
     next_at = last_runs[0].started_at + timedelta(seconds=int(settings.CPUTUNE_COLLECT_INTERVAL)) if last_runs else None
-    return ClusterPage(cluster, namespaces, nodes, last_runs, target, next_at)
+    coverage = window_coverage(cluster, window)
+    status = WindowStatus(coverage, coverage.next_refresh_at or next_at)
+    return ClusterPage(cluster, namespaces, nodes, last_runs, target, next_at, status)
 
 
 # --- namespace report --------------------------------------------------------------------------------------------
@@ -292,6 +382,7 @@ def cluster_page(cluster: Cluster, *, window: str = Window.HOUR, runs: int = 5) 
 class ReportLine:
     row: dict[str, Any]  # report_row(): the contract's fields
     lifetime: bool  # a single reading: counters since the container started, no window
+    shortfall: str = ""  # without advice: "not enough data yet (7 of 30 minutes)" when some rule could not judge
 
 
 @dataclass(frozen=True)
@@ -301,6 +392,8 @@ class NamespaceSummary:
     worst_ratio: float | None
     window_start: datetime | None
     window_end: datetime | None
+    coverage: Coverage
+    worst_lifetime: bool = False  # the worst ratio is a lifetime figure
 
 
 def report_queryset(
@@ -338,19 +431,38 @@ def report_queryset(
 
 
 def report_lines(page_rows: Iterable[Finding]) -> list[ReportLine]:
-    return [ReportLine(row=report_row(f), lifetime=f.lifetime) for f in page_rows]
+    """Report rows with their lifetime flag and, for a row without advice, what its data is short of."""
+    return [
+        ReportLine(
+            row=report_row(f),
+            lifetime=f.lifetime,
+            shortfall="" if f.recommendations else shortfall_text(shortfalls(f)),
+        )
+        for f in page_rows
+    ]
 
 
 def namespace_summary(cluster: Cluster, namespace: str, window: str) -> NamespaceSummary:
-    """Containers, how many are over the throttle target, the worst ratio and the window's span, in one query."""
+    """Containers, how many are over the throttle target, the worst ratio, the window's span and what the figures
+    rest on (window_coverage's aggregates), in one query."""
     agg = Finding.objects.filter(cluster=cluster, namespace=namespace, window=window).aggregate(
         containers=Count("id"),
         over=Count("id", filter=Q(throttle_ratio__gt=throttle_target())),
         worst=Max("throttle_ratio"),
+        worst_in_window=Max("throttle_ratio", filter=Q(lifetime=False)),
         end=Max("window_end"),
         start=Max("window_start"),
+        **coverage_aggregates(),
     )
-    return NamespaceSummary(agg["containers"], agg["over"], agg["worst"], agg["start"], agg["end"])
+    return NamespaceSummary(
+        agg["containers"],
+        agg["over"],
+        agg["worst"],
+        agg["start"],
+        agg["end"],
+        coverage_from(window, agg),
+        _worst_is_lifetime(agg["worst"], agg["worst_in_window"]),
+    )
 
 
 def namespace_choices(cluster: Cluster, namespace: str) -> tuple[list[str], list[str]]:
@@ -381,6 +493,7 @@ class ContainerDetail:
     row: dict[str, Any] | None
     points: list[SeriesPoint] = field(default_factory=list)
     explanation: tuple[str, ...] = ()  # paragraphs
+    shortfall: str = ""  # without advice: what its data is short of ("not enough data yet (7 of 30 minutes)")
 
 
 @dataclass(frozen=True)
@@ -390,6 +503,7 @@ class PodDetail:
     since: datetime
     until: datetime
     resolution: str  # "raw" (one point per collection) or "hourly"
+    status: WindowStatus
 
 
 def pod_detail(pod: Pod, *, window: str = Window.HOUR, now: datetime | None = None) -> PodDetail:
@@ -419,9 +533,11 @@ def pod_detail(pod: Pod, *, window: str = Window.HOUR, now: datetime | None = No
                 row=report_row(finding) if finding else None,
                 points=series.get(c.pk, []),
                 explanation=explanation(finding) if finding else (),
+                shortfall=shortfall_text(shortfalls(finding)) if finding and not finding.recommendations else "",
             )
         )
-    return PodDetail(pod, details, since, until, resolution)
+    status = window_status(pod.cluster, window, container_ids=[c.pk for c in containers])
+    return PodDetail(pod, details, since, until, resolution, status)
 
 
 # --- node --------------------------------------------------------------------------------------------------------
@@ -445,6 +561,7 @@ class NodePage:
     requested_mcpu: int
     throttled: list[ReportLine]
     target: float
+    status: WindowStatus
 
 
 def share_holders(node: Node) -> list[ShareHolder]:
@@ -489,4 +606,7 @@ def node_page(node: Node, *, window: str = Window.HOUR) -> NodePage:
         requested_mcpu=sum(h.request_mcpu or 0 for h in holders),
         throttled=throttled,
         target=target,
+        status=window_status(
+            node.cluster, window, container_ids=Container.objects.filter(pod__node=node).values_list("pk", flat=True)
+        ),
     )

@@ -16,11 +16,13 @@ from django.shortcuts import render
 from django.utils.http import content_disposition_header
 
 from apps.advisor.export import recommendations_csv_filename, stream_csv
+from apps.advisor.rules import plural
 from apps.advisor.selectors import RECOMMENDATION_FIELDS, RECOMMENDATION_KINDS, findings, recommendation_rows
 from apps.advisor.snippets import resource_change
 
 from . import charts, selectors
 from .forms import BadQuery, ReportForm, WindowForm, parse
+from .templatetags.report_tags import above_limit
 
 PAGE_SIZE = 100
 MAX_SHARE_BARS = 20  # pods drawn in the node's shares chart; the rest are summed into one bar
@@ -65,6 +67,7 @@ def namespace(request: HttpRequest, cluster: str, namespace: str) -> HttpRespons
     page = paginator.get_page(q["page"] or 1)  # past the end: the last page
     nodes, workloads = selectors.namespace_choices(obj, namespace)
     filtered = any(q[k] not in (None, "") for k in ("kind", "min_throttle_ratio", "node", "workload"))
+    lines = selectors.report_lines(list(page.object_list))
     return render(
         request,
         "dashboard/namespace.html",
@@ -74,8 +77,13 @@ def namespace(request: HttpRequest, cluster: str, namespace: str) -> HttpRespons
             "q": q,
             "window": q["window"],
             "summary": summary,
+            # No finding in the namespace: whether the window was computed at all is the cluster's to say.
+            "status": selectors.window_status(
+                obj, q["window"], coverage=summary.coverage if summary.containers else None
+            ),
             "page": page,
-            "lines": selectors.report_lines(list(page.object_list)),
+            "lines": lines,
+            "any_above_limit": any(above_limit(line.row) for line in lines),
             "target": selectors.throttle_target(),
             "kinds": RECOMMENDATION_KINDS,
             "nodes": nodes,
@@ -154,7 +162,7 @@ def node(request: HttpRequest, cluster: str, node: str) -> HttpResponse:
     fractions = [h.fraction for h in shown]
     rest = page.holders[MAX_SHARE_BARS:]
     if rest:
-        labels.append(f"{len(rest)} other pods")
+        labels.append(f"{plural(len(rest), 'other pod')}")
         requests.append(sum(h.request_mcpu or 0 for h in rest))
         fractions.append(sum(h.fraction for h in rest))
     chart_json = charts.figure_json(charts.shares_figure(labels, requests, fractions)) if shown else None

@@ -1,11 +1,11 @@
-"""The kernel probe: does this kernel strand CFS quota (the slice-expiry bug, DOMAIN.md §3)? No Django import.
+"""The kernel probe: does this kernel strand CFS quota (the slice-expiry bug)? No Django import.
 
 Two measurements, each in a temporary cgroup under the lab root, removed afterwards:
 
-(a) The work loop (seed 004, Ivan Babrou's test): one process does ≈5 ms of CPU work (a fixed number of Fibonacci
+(a) The work loop (Ivan Babrou's CFS quota bug test): one process does ≈5 ms of CPU work (a fixed number of Fibonacci
     steps calibrated to 5 ms of CPU time outside the cgroup) then sleeps 100 ms, under quota 20 ms / period 100 ms.
     Per-iteration wall times: p50, p99, max, and the iterations of ≥ 50 ms ("throttled iterations").
-(b) fibtest (seed 000, Indeed's): one fast process spinning plus N slow ones (100 steps, then 10 ms sleep; N = CPUs − 1
+(b) fibtest (Indeed's): one fast process spinning plus N slow ones (100 steps, then 10 ms sleep; N = CPUs − 1
     by default, as in the talk) under quota 50 ms / period 100 ms. The CPU time obtained (cpuacct.usage delta) over
     10 periods is compared with quota × periods. The window is aligned on the kernel's own period boundaries: it
     starts and ends when cpu.stat's nr_periods ticks (polled every 0.5 ms), which is when the quota is refilled.
@@ -27,7 +27,7 @@ Decision arithmetic (defaults; C = CPUs; P = period):
   the p99 CPU time the iterations really took: on a shared machine the same work can cost more CPU time inside the
   cgroup than during calibration, e.g. with a busy hyperthread sibling.)
 - On affected kernels each CPU can strand up to min_cfs_rq_runtime = 1 ms of quota per period (commit de53fd7aedb1),
-  i.e. up to (C − 1) ms per period on the CPUs the spinning task is not on (DOMAIN.md §3). This bounds what the probe
+  i.e. up to (C − 1) ms per period on the CPUs the spinning task is not on (see apps.advisor.kernel). This bounds what the probe
   can see on this machine:
   * fibtest loses at most (C − 1) ms of its 50 ms per period. It counts as low CPU below
     ``FIBTEST_LOW_RATIO`` = 90 % of quota × periods (a fixed kernel gives 96–108 %: the talk measured 482 ms of
@@ -59,6 +59,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from apps.advisor.rules import plural
 from apps.lab import cgroups
 from apps.lab.cgroups import DEFAULT_ROOT, PROBE_PREFIX, CgroupError, CpuController
 from apps.lab.workloads import calibrate_work_units, command_line
@@ -87,7 +88,7 @@ class ProbeResult:
     cpus: int
     cgroup_version: int
     cfs_slice_us: int | None
-    # (a) the work loop, seed 004
+    # (a) the work loop
     workloop_iterations: int
     workloop_work_units: int  # Fibonacci steps per iteration, calibrated to workloop_target_work_ms of CPU
     workloop_target_work_ms: float
@@ -102,7 +103,7 @@ class ProbeResult:
     workloop_throttled_iterations: int  # iterations of ≥ LONG_ITERATION_MS
     workloop_nr_periods: int  # Δ over the timed iterations
     workloop_nr_throttled: int
-    # (b) fibtest, seed 000
+    # (b) fibtest
     fibtest_slow_processes: int
     fibtest_quota_us: int
     fibtest_period_us: int
@@ -308,11 +309,11 @@ def decide(
     throttled_share = fibtest_nr_throttled / fibtest_periods if fibtest_periods else 0.0
     fib_line = (
         f"fibtest got {fibtest_cpu_ms:.0f} of {fibtest_expected_ms:.0f} ms ({ratio:.0%}) "
-        f"while throttled in {fibtest_nr_throttled} of {fibtest_periods} periods"
+        f"while throttled in {fibtest_nr_throttled} of {plural(fibtest_periods, 'period')}"
     )
     loop_line = (
-        f"{workloop_long} of {workloop_iterations} work-loop iterations took ≥ {LONG_ITERATION_MS:.0f} ms "
-        f"({workloop_nr_throttled} throttled periods)"
+        f"{workloop_long} of {plural(workloop_iterations, 'work-loop iteration')} took ≥ {LONG_ITERATION_MS:.0f} ms "
+        f"({plural(workloop_nr_throttled, 'throttled period')})"
     )
     signals: list[str] = []
     fib_valid = throttled_share >= FIBTEST_MIN_THROTTLED_RATIO
@@ -326,7 +327,7 @@ def decide(
         reason = "; ".join(signals)
         if not (fibtest_can_show or workloop_can_show):
             reason += (
-                f" — more than the {STRANDED_MS_PER_CPU:g} ms per CPU the bug strands can explain on {cpus} CPUs:"
+                f" — more than the {STRANDED_MS_PER_CPU:g} ms per CPU the bug strands can explain on {plural(cpus, 'CPU')}:"
                 " check for another cause (other load, CPU frequency)"
             )
         return VERDICT_SHOWS, reason, fibtest_can_show, workloop_can_show
@@ -344,7 +345,7 @@ def decide(
     if not (fibtest_can_show or workloop_can_show):
         return (
             VERDICT_INCONCLUSIVE,
-            f"on {cpus} CPUs the bug can strand at most {stranded_ms:g} ms of quota per {period_ms:g} ms period: "
+            f"on {plural(cpus, 'CPU')} the bug can strand at most {stranded_ms:g} ms of quota per {period_ms:g} ms period: "
             f"{stranded_ms / fibtest_quota_ms:.0%} of fibtest's {fibtest_quota_ms:g} ms quota (it detects a loss "
             f"of {1 - FIBTEST_LOW_RATIO:.0%}, i.e. needs ≥ {math.ceil(1 + (1 - FIBTEST_LOW_RATIO) * fibtest_quota_ms)} "
             f"CPUs), and not enough to push the work loop's ≤ {workloop_max_work_ms:g} ms per period over its "

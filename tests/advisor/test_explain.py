@@ -88,7 +88,7 @@ def test_the_floor_shows_shares_and_the_node_split() -> None:
     text = explain(facts(THROTTLED), (), POLICY)
     assert "409 cpu.shares" in text  # 400 × 1024 / 1000 = 409.6, rounded down by the kubelet
     assert "1,330 shares" in text  # 409 + 921
-    assert "1168m (1.168 CPUs) guaranteed under full contention" in text  # 3800 × 409 / 1330 = 1168.6
+    assert "1,168m (1.168 CPUs) guaranteed under full contention" in text  # 3800 × 409 / 1330 = 1168.6
     assert "more than its request" in text
 
 
@@ -145,3 +145,37 @@ def test_too_few_periods_are_said_to_be_too_few_to_judge() -> None:
 def test_a_quota_of_a_cpu_or_more_explains_throttling_by_parallel_threads() -> None:
     text = explain(facts(THROTTLED, limit_mcpu=2000, request_mcpu=2000), (), POLICY)
     assert "several threads ran at once" in text
+
+
+def test_without_advice_a_window_too_short_to_judge_says_so_instead_of_nothing_to_change() -> None:
+    # 7 minutes of low usage under a 400m request: lower_request needs half the hour covered and 20 samples.
+    early = replace(THROTTLED, throttle_ratio=0.0, throttled_periods=0, usage_avg_mcpu=40.0, usage_p95_mcpu=45.0,
+                    usage_max_mcpu=50.0, samples=7, covered_seconds=420.0)  # fmt: skip
+    last = explain_paragraphs(facts(early), advise(facts(early), POLICY), POLICY)[-1]
+    assert last.startswith("No change suggested yet, but not every rule could judge this window")
+    assert "lower request needs samples over 30 minutes of the window (7 so far) and 20 samples (7 so far)" in last
+    assert "crosses a threshold" not in last
+    # A whole window of the same usage is judged: lower_request fires and its reason is given.
+    whole = replace(early, samples=60, covered_seconds=3600.0)
+    assert any(
+        p.startswith("Why lower request:") for p in explain_paragraphs(facts(whole), advise(facts(whole), POLICY))
+    )
+
+
+def test_a_healthy_whole_window_still_says_no_threshold_is_crossed() -> None:
+    healthy = replace(THROTTLED, throttle_ratio=0.02, throttled_periods=720)
+    assert explain_paragraphs(facts(healthy), (), POLICY)[-1] == (
+        "No change suggested: nothing in this window crosses a threshold."
+    )
+
+
+def test_counts_of_one_read_in_the_singular() -> None:
+    text = explain(facts(replace(THROTTLED, threads_max=1, samples=1, covered_seconds=60.0)), (), POLICY)
+    assert "Up to 1 thread." in text and "1 sample covering 1 min" in text
+    assert "1 threads" not in text and "1 samples" not in text
+
+
+def test_a_window_across_midnight_names_both_dates() -> None:
+    day = replace(THROTTLED, window_start=T0 - timedelta(hours=24), window_end=T0, covered_seconds=86_400.0)
+    assert "of the window 2024-12-31 12:00–2025-01-01 12:00 UTC" in explain(facts(day), (), POLICY)
+    assert "of the window 2025-01-01 12:00–13:00 UTC" in explain(facts(THROTTLED), (), POLICY)

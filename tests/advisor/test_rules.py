@@ -1,4 +1,4 @@
-"""Advice rules: each fires on its evidence and stays quiet without it (DOMAIN.md §7)."""
+"""Advice rules: each fires on its evidence and stays quiet without it, and says when its data is too short to judge."""
 
 from __future__ import annotations
 
@@ -9,13 +9,18 @@ import pytest
 
 from apps.advisor.kernel import KernelVerdict
 from apps.advisor.rules import (
+    THROTTLING_KINDS,
     ContainerFacts,
     Policy,
     Recommendation,
+    Shortfall,
     advise,
+    data_shortfalls,
     format_mcpu,
     format_number,
+    plural,
     round_up_mcpu,
+    shortfall_text,
 )
 from apps.advisor.windows import WindowSummary, lifetime_summary
 from tests.advisor.test_windows import FIXTURES, cadvisor_values, reading_from_cadvisor
@@ -169,7 +174,7 @@ def test_raise_limit_stays_quiet_when_not_throttled_or_when_the_kernel_may_be_th
 
 
 def test_throttled_far_below_the_ceiling_on_a_fixed_kernel_is_bursts_the_samples_average_away() -> None:
-    # Seed 003: busy 10 s, idle 50 s; one-minute samples average 27m under a 200m limit, 96% of periods throttled.
+    # Busy 10 s, idle 50 s: one-minute samples average 27m under a 200m limit, 96% of periods throttled.
     case = facts(window(ratio=0.96, avg=27, p95=30, usage_max=31, threads=3), limit_mcpu=200, request_mcpu=200)
     raise_limit = only(advise(case, POLICY), "raise_limit")
     assert raise_limit.suggested_limit_mcpu == 400  # 200m × 2, a starting point to re-check
@@ -291,6 +296,15 @@ def test_one_thread_cannot_use_a_two_cpu_request() -> None:
     assert "62 ms" in add.detail
 
 
+def test_one_thread_is_one_thread_not_one_threads() -> None:
+    add = only(advise(facts(window(threads=1), request_mcpu=2000, limit_mcpu=None), POLICY), "add_threads")
+    assert add.summary == "Add threads: 1 thread cannot use a 2,000m (2 CPUs) request"
+    assert add.detail.startswith("At most 1 thread was seen while it requests 2,000m (2 CPUs)")
+    assert "(s)" not in add.summary + add.detail
+    two = only(advise(facts(window(threads=2), request_mcpu=4000, limit_mcpu=None), POLICY), "add_threads")
+    assert two.detail.startswith("At most 2 threads were seen")
+
+
 def test_add_threads_stays_quiet_with_enough_or_unknown_threads() -> None:
     assert "add_threads" not in kinds(advise(facts(window(threads=2), request_mcpu=2000), POLICY))
     assert "add_threads" not in kinds(advise(facts(window(threads=None), request_mcpu=2000), POLICY))
@@ -303,7 +317,7 @@ def test_a_request_used_below_30_percent_all_window_is_lowered() -> None:
     case = facts(window(avg=200, p95=250, usage_max=300), request_mcpu=2000, limit_mcpu=None, qos_class="Burstable")
     lower = only(advise(case, POLICY), "lower_request")
     assert lower.suggested_request_mcpu == 300  # max(250m × 1.2, 300m) = 300m
-    assert "frees 1700m" in lower.detail
+    assert "frees 1,700m" in lower.detail
 
 
 def test_lowering_a_guaranteed_request_warns_about_losing_guaranteed() -> None:
@@ -404,8 +418,8 @@ def test_slice_counts_read_as_plain_numbers() -> None:
 
 def test_millicores_spell_out_cpus_from_one_up() -> None:
     assert format_mcpu(600) == "600m"
-    assert format_mcpu(1500) == "1500m (1.5 CPUs)"
-    assert format_mcpu(1000) == "1000m (1 CPU)"
+    assert format_mcpu(1500) == "1,500m (1.5 CPUs)"
+    assert format_mcpu(1000) == "1,000m (1 CPU)"
 
 
 # Real scrapes, end to end (lifetime counters: one scrape each)
@@ -433,3 +447,82 @@ def test_the_kind_datadog_agent_throttled_at_a_fifth_of_its_limit_points_at_the_
     assert upgrade.severity == "info"  # a warning-level ratio, one level lower for an unknown kernel
     assert "21m" in upgrade.detail
     assert advise(replace(case, kernel=FIXED), POLICY) == ()  # bursty on a fixed kernel: below every rule's bar
+
+
+def test_counts_take_the_singular_for_exactly_one() -> None:
+    assert (plural(1, "thread"), plural(2, "thread"), plural(0, "thread")) == ("1 thread", "2 threads", "0 threads")
+    assert plural(1500, "period") == "1,500 periods"
+    assert (plural(1.0, "slice"), plural(2.5, "slice")) == ("1 slice", "2.5 slices")
+    assert (plural(1, "process", "processes"), plural(3, "process", "processes")) == ("1 process", "3 processes")
+
+
+def test_advice_text_and_pages_write_millicores_one_way() -> None:
+    # The pages' mcpu filter calls format_mcpu(with_cpus=False): the same "1,000m" as the advice beside it.
+    assert format_mcpu(1000, with_cpus=False) == "1,000m"
+    assert format_mcpu(489.6, with_cpus=False) == "490m"
+    whole = only(advise(facts(window(ratio=0.5, threads=16), limit_mcpu=1500, node_cpus=8), POLICY), "use_whole_cores")
+    assert "request = limit = 2,000m (2 CPUs) instead of a 1,500m limit" in whole.summary
+    assert "ceil(1,500m / 1,000m) = 2 CPUs" in whole.detail
+    assert "1000m" not in whole.summary + whole.detail and "1500m" not in whole.summary + whole.detail
+
+
+def test_a_one_cpu_node_and_a_one_slice_quota_read_in_the_singular() -> None:
+    # 50m limit = 5 ms per period = one 5 ms slice; a 1-CPU node with 1 thread.
+    case = facts(window(ratio=0.5, avg=20, p95=25, threads=1), limit_mcpu=50, request_mcpu=50, node_cpus=1)
+    upgrade = only(advise(replace(case, kernel=AFFECTED), POLICY), "upgrade_kernel")
+    assert "(min(1 CPU, 1 thread) − 1)" in upgrade.detail and "1 CPUs" not in upgrade.detail
+    raise_limit = only(advise(replace(case, window=window(ratio=0.5, p95=48)), POLICY), "raise_limit")
+    assert "the quota is 1 slice of 5 ms" in raise_limit.detail
+    assert "of this node's 1 CPU can hold quota" in raise_limit.detail
+    assert "1 slices" not in raise_limit.detail
+
+
+# What the data is short of
+
+
+def test_a_few_minutes_into_the_window_lower_request_cannot_judge_yet() -> None:
+    case = facts(window(usage_max=300, covered_s=7 * 60, samples=7), request_mcpu=2000, limit_mcpu=None)
+    assert "lower_request" not in kinds(advise(case, POLICY))
+    shortfalls = data_shortfalls(case, POLICY, 3600)
+    assert shortfalls == (
+        Shortfall("minutes", 7, 30, ("lower_request",)),  # half of the 60-minute window must be covered
+        Shortfall("samples", 7, 20, ("lower_request",)),
+    )
+    assert shortfall_text(shortfalls) == "not enough data yet (7 of 30 minutes)"
+    # With the window's data in, the same usage is judged and the rule fires: the shortfall was the only reason.
+    whole = facts(window(usage_max=300, covered_s=3600, samples=60), request_mcpu=2000, limit_mcpu=None)
+    assert data_shortfalls(whole, POLICY, 3600) == () and "lower_request" in kinds(advise(whole, POLICY))
+
+
+def test_enough_minutes_but_too_few_samples_is_short_of_samples() -> None:
+    case = facts(window(usage_max=300, covered_s=3600, samples=12), request_mcpu=2000, limit_mcpu=None)
+    assert data_shortfalls(case, POLICY, 3600) == (Shortfall("samples", 12, 20, ("lower_request",)),)
+    assert shortfall_text(data_shortfalls(case, POLICY, 3600)) == "not enough data yet (12 of 20 samples)"
+
+
+def test_usage_that_already_rules_lower_request_out_needs_no_more_data() -> None:
+    # 700m at most under a 2000m request is over 30 %: more samples can only raise the maximum.
+    case = facts(window(usage_max=700, covered_s=7 * 60, samples=7), request_mcpu=2000, limit_mcpu=None)
+    assert data_shortfalls(case, POLICY, 3600) == ()
+
+
+def test_too_few_periods_leave_the_throttling_rules_unjudged() -> None:
+    case = facts(window(ratio=0.9, periods=20, threads=200), kernel=AFFECTED)
+    assert not set(THROTTLING_KINDS) & set(kinds(advise(case, POLICY)))
+    assert data_shortfalls(case, POLICY, 3600) == (Shortfall("periods", 20, 50, THROTTLING_KINDS),)
+    assert shortfall_text(data_shortfalls(case, POLICY, 3600)) == "not enough data yet (20 of 50 periods)"
+    assert data_shortfalls(facts(window(ratio=0.9, periods=20), limit_mcpu=None), POLICY, 3600) == ()  # no quota
+
+
+def test_lifetime_figures_are_short_of_a_window_for_lower_request() -> None:
+    w = window(ratio=0.9, periods=22, avg=None, p95=None, usage_max=None, lifetime=True, usage_active=80.0)
+    shortfalls = data_shortfalls(facts(w), POLICY, 86_400)
+    assert shortfalls[0] == Shortfall("minutes", 0, 720, ("lower_request",))  # half of a 24 h window
+    assert Shortfall("periods", 22, 50, THROTTLING_KINDS) in shortfalls
+
+
+def test_a_container_without_request_or_limit_is_never_short() -> None:
+    assert (
+        data_shortfalls(facts(window(samples=1, covered_s=60), request_mcpu=None, limit_mcpu=None), POLICY, 3600) == ()
+    )
+    assert shortfall_text(()) == ""

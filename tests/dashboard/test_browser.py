@@ -118,9 +118,9 @@ def test_the_report_sorts_filters_and_downloads_its_csv(browser, site: str) -> N
     assert report_pods(page)[0] == "worker-1"
 
     page.select_option("select[name=kind]", "cut_threads")
-    page.fill("input[name=min_throttle_ratio]", "0.5")
+    page.fill("input[name=min_throttle_pct]", "50")  # percent, as the ratio column reads
     page.click("#filters button[type=submit]")
-    page.wait_for_url("**min_throttle_ratio=0.5**")
+    page.wait_for_url("**min_throttle_pct=50**")
     assert report_pods(page) == ["api-1", "api-0"]  # the sort survives filtering
 
     with page.expect_download() as download_info:
@@ -223,3 +223,92 @@ def test_the_api_docs_draw_their_operations_with_no_host_but_this_one_reachable(
     assert "/api/v1/kernel-check/" in paths and any(p.endswith("/summary/") for p in paths)
     shoot(page, "api-docs-laptop")
     assert outside == [] and errors == []
+
+
+@pytest.fixture()
+def early_site(live_server, django_user_model) -> str:
+    """A fresh install a few minutes in: `demo` has 5 minutes of readings (its 24 h window holds 5 minutes, its 7 d
+    window is not refreshed yet) and `once` a single reading of containers already running (lifetime figures only)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.advisor.models import Finding
+    from apps.collector.models import CollectionRun
+
+    django_user_model.objects.create_user("ops", password=PASSWORD)
+    demo = build_cluster("demo", minutes=5)
+    Finding.objects.filter(cluster=demo, window="7d").delete()
+    CollectionRun.objects.create(
+        cluster=demo, source="kubernetes", started_at=timezone.now() - timedelta(seconds=20), status="ok"
+    )
+    build_cluster("once", minutes=0, uptime_s=3)  # one reading of containers 3 s old: 30 periods each
+    return live_server.url
+
+
+@pytest.fixture()
+def early_browser(early_site: str) -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def test_a_new_install_says_what_its_figures_rest_on(early_browser, early_site: str) -> None:
+    site = early_site
+    page, errors = logged_in_page(early_browser, site, LAPTOP)
+    page.goto(f"{site}/")
+    states = dict(
+        zip(
+            page.locator("#clusters td.figures-state").evaluate_all("cells => cells.map(c => c.dataset.cluster)"),
+            page.locator("#clusters td.figures-state").all_inner_texts(),
+            strict=True,
+        )
+    )
+    assert states["demo"].startswith("5 of 60 min so far") and states["once"].startswith("lifetime only")
+    # once's api-0 was throttled in 60% of its periods since it started: labelled lifetime, not "last hour".
+    once_rows = page.locator("#workloads tbody tr", has=page.locator("a[href='/c/once/']"))
+    assert once_rows.count() == 2 and all("lifetime" in t for t in once_rows.all_inner_texts())
+    assert "2 nodes on an affected kernel" not in page.inner_text("main")  # demo and once: unknown kernels
+    shoot(page, "early-overview-laptop")
+
+    page.goto(f"{site}/c/demo/ns/shop/?window=24h")
+    coverage = page.inner_text("p.coverage")
+    assert "from 5 min of 24 h of data — the 24h window is not full yet" in coverage
+    assert "next refresh at" in coverage
+    assert "over the 10% target in 5 min of 24 h so far" in page.inner_text("#over-target")
+    start, end = page.inner_text("#window-span .tile-n").split(" – ")
+    assert start[:5] != end[:5], "a 24 h window names both dates"  # "11-30 18:50–12-01 18:50"
+    shoot(page, "early-namespace-24h-laptop")
+
+    page.goto(f"{site}/c/demo/ns/shop/?window=7d")
+    assert "Figures not computed yet for the 7d window — next refresh at" in page.inner_text("main")
+    shoot(page, "early-namespace-7d-laptop")
+
+    page.goto(f"{site}/c/demo/ns/shop/")
+    cache = page.locator("#report tr[data-pod='cache-0'] td.advice").inner_text()
+    assert cache == "not enough data yet (5 of 30 minutes)"
+    page.goto(f"{site}/c/demo/ns/shop/pod/cache-0/")
+    text = page.inner_text("main")
+    assert "Not enough data yet (5 of 30 minutes): some rules cannot judge this container until then" in text
+    assert "Nothing to change" not in text
+    shoot(page, "early-pod-laptop")
+
+    page.goto(f"{site}/c/once/ns/shop/")
+    assert "Lifetime figures only" in page.inner_text("p.coverage")
+    assert page.locator("#report .badge.lifetime").count() == 6  # api, worker, web × 2: the ones with CFS counters
+    shoot(page, "once-namespace-laptop")
+    page.goto(f"{site}/c/once/ns/shop/pod/api-0/")
+    shoot(page, "once-pod-laptop")
+    page.goto(f"{site}/c/once/")
+    assert page.locator("#namespaces .badge.lifetime").count() == 1  # shop's worst ratio; batch has none
+    shoot(page, "once-cluster-laptop")
+    page.goto(f"{site}/c/demo/node/demo-node-0/?window=7d")
+    assert "not computed yet" in page.inner_text("main")
+    shoot(page, "early-node-laptop")
+    page.set_viewport_size(PHONE)
+    page.goto(f"{site}/c/demo/ns/shop/?window=24h")
+    shoot(page, "early-namespace-24h-phone")
+    assert errors == []

@@ -73,3 +73,31 @@ def test_namespaces_seen_without_findings_in_the_window_still_get_a_row(demo: Cl
     rows = {r.namespace: r for r in selectors.cluster_page(demo).namespaces}
     assert rows["batch"].containers == 0 and rows["batch"].worst_ratio is None
     assert rows["shop"].containers == 8
+
+
+def test_a_workload_whose_worst_ratio_is_a_lifetime_figure_is_marked_lifetime(db: None) -> None:
+    from tests.builders import build_cluster
+
+    build_cluster("once", per_pattern=1, minutes=0, uptime_s=3)  # one reading: 30 periods since each started
+    rows = {r.workload_name: r for r in selectors.most_throttled_workloads()}
+    assert rows["api"].lifetime and rows["api"].lifetime_periods == 30 and rows["api"].worst_ratio == 0.6
+
+
+def test_a_window_figure_as_bad_as_the_lifetime_one_is_not_marked_lifetime(demo: Cluster) -> None:
+    from apps.advisor.models import Finding
+
+    # api-0 seen once (lifetime 60%), api-1 over the window at 60% too: the worst ratio holds over the window.
+    Finding.objects.filter(cluster=demo, window="1h", container__pod__name="api-0").update(lifetime=True)
+    api = next(r for r in selectors.most_throttled_workloads() if r.workload_name == "api")
+    assert not api.lifetime
+    Finding.objects.filter(cluster=demo, window="1h", container__pod__name="api-1").update(throttle_ratio=0.5)
+    api = next(r for r in selectors.most_throttled_workloads() if r.workload_name == "api")
+    assert api.lifetime and api.worst_ratio == 0.6
+
+
+def test_the_namespace_summary_carries_the_windows_coverage(demo: Cluster) -> None:
+    from apps.advisor.selectors import window_coverage
+
+    summary = selectors.namespace_summary(demo, "shop", "24h")
+    assert summary.coverage == window_coverage(demo, "24h", namespace="shop")
+    assert 0 < summary.coverage.covered_minutes <= 30 and summary.coverage.partial and not summary.worst_lifetime

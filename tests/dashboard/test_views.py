@@ -11,7 +11,8 @@ import csv
 import io
 import json
 import re
-from datetime import timedelta
+from datetime import UTC, timedelta
+from html import escape
 
 import pytest
 from django.test import Client
@@ -19,7 +20,7 @@ from django.utils import timezone
 
 from apps.advisor.models import Finding
 from apps.advisor.selectors import RECOMMENDATION_FIELDS
-from apps.clusters.models import Cluster, Node
+from apps.clusters.models import Cluster, Container, Node
 from apps.collector.models import CollectionProblem, CollectionRun
 from tests.builders import build_cluster
 
@@ -320,7 +321,7 @@ def test_namespace_csv_has_one_row_per_container_and_recommendation(ops: Client,
     # api: raise_limit, cut_threads, use_whole_cores; worker: cut_threads, use_whole_cores; cache: lower_request.
     assert len(rows) == 2 * 3 + 2 * 2 + 2 * 1
     raise_limit = next(r for r in rows if r["pod"] == "api-0" and r["kind"] == "raise_limit")
-    # p95 490m and limit 500m, both × 1.2 headroom → 600m (DOMAIN.md §7 raise_limit).
+    # max(p95 490m × 1.2, limit 500m × 1.2) = 600m: raise_limit's suggestion.
     assert raise_limit["suggested_limit_mcpu"] == "600"
     assert raise_limit["throttle_ratio"] == "0.6" and raise_limit["severity"] == "critical"
     lower = next(r for r in rows if r["pod"] == "cache-0")
@@ -469,3 +470,168 @@ def test_a_cluster_with_data_but_no_collection_run_shows_when_data_last_came(ops
     html = ops.get("/").content.decode()  # the builder stores readings directly, as an import or an agent would
     row = html[html.index('href="/c/demo/"') :].split("</tr>")[0]
     assert "data from" in row and "no collection run on record" in row and "no data yet" not in row
+
+
+# --- a new install: young windows, lifetime figures, data too short to judge -------------------------------------
+
+
+@pytest.fixture()
+def young(db: None) -> Cluster:
+    """A cluster 5 minutes old whose 7 d window has not been refreshed yet; its last collection ran 20 s ago."""
+    cluster = build_cluster("young", minutes=5)
+    Finding.objects.filter(cluster=cluster, window="7d").delete()
+    CollectionRun.objects.create(
+        cluster=cluster, source="kubernetes", started_at=timezone.now() - timedelta(seconds=20), status="ok"
+    )
+    return cluster
+
+
+@pytest.fixture()
+def once(db: None) -> Cluster:
+    """One reading of containers that ran 3 s before it: lifetime figures over 30 periods each."""
+    return build_cluster("once", minutes=0, uptime_s=3)
+
+
+def coverage_line(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", found(r'(<p class="coverage[^"]*".*?</p>)', html))).strip()
+
+
+def test_a_young_24h_window_says_how_much_it_covers_and_names_both_dates(ops: Client, young: Cluster) -> None:
+    html = ops.get("/c/young/ns/shop/?window=24h").content.decode()
+    line = coverage_line(html)
+    assert "from 5 min of 24 h of data — the 24h window is not full yet; next refresh at" in line
+    tile = found(r'id="window-span"><span class="tile-n tile-text">([^<]+)<', html)
+    start, end = tile.split(" – ")  # "11-30 18:50 – 12-01 18:50", not "11-30 18:50–18:50"
+    assert start[:5] != end[:5] and start[6:] == end[6:]
+    assert "over the 10% target in 5 min of 24 h so far" in html
+
+
+def test_a_window_not_computed_yet_says_when_it_will_be_instead_of_zero(ops: Client, young: Cluster) -> None:
+    html = ops.get("/c/young/ns/shop/?window=7d").content.decode()
+    next_at = timezone.localtime(CollectionRun.objects.get(cluster=young).started_at, UTC) + timedelta(seconds=60)
+    assert coverage_line(html) == (f"Figures not computed yet for the 7d window — next refresh at {next_at:%H:%M} UTC.")
+    assert "over the 10% target" not in html  # no "0 over the target" tile when nothing was measured
+    assert "its pods have not been collected" not in html
+    cluster_html = ops.get("/c/young/?window=7d").content.decode()
+    assert "Figures not computed yet for the 7d window" in coverage_line(cluster_html)
+
+
+def test_namespaces_without_measured_figures_show_a_dash_over_target(ops: Client, young: Cluster) -> None:
+    Finding.objects.filter(cluster=young, namespace="batch").update(throttle_ratio=None, usage_avg_mcpu=None)
+    html = ops.get("/c/young/").content.decode()
+    batch = html[html.index('href="/c/young/ns/batch/') :].split("</tr>")[0]
+    assert '<span title="not computed yet">—</span>' in batch
+    shop = html[html.index('href="/c/young/ns/shop/') :].split("</tr>")[0]
+    assert "crit-text" in shop and "lifetime" not in shop
+
+
+def test_every_page_with_window_figures_says_what_they_cover(ops: Client, young: Cluster) -> None:
+    for url in ("/c/young/", "/c/young/ns/shop/", "/c/young/ns/shop/pod/api-0/", "/c/young/node/young-node-0/"):
+        line = coverage_line(ops.get(url).content.decode())
+        assert "from 5 of 60 min of data — the 1h window is not full yet" in line, url
+    row = ops.get("/").content.decode().split('data-cluster="young"')[1].split("</td>")[0]
+    assert "5 of 60 min" in row and "so far" in row
+
+
+def test_lifetime_figures_are_labelled_on_every_page(ops: Client, once: Cluster) -> None:
+    overview = ops.get("/").content.decode()
+    table = overview[overview.index('id="workloads"') :]
+    api = next(row for row in table.split("</tr>") if ">api</a>" in row and 'href="/c/once/"' in row)
+    assert "60%" in api and ">lifetime</span>" in api and "of 30 periods since start" in api
+    assert "lifetime only" in overview.split('data-cluster="once"')[1].split("</td>")[0]
+    cluster = ops.get("/c/once/").content.decode()
+    assert "Lifetime figures only" in coverage_line(cluster)
+    shop = cluster[cluster.index('href="/c/once/ns/shop/') :].split("</tr>")[0]
+    assert ">lifetime</span>" in shop
+    report = ops.get("/c/once/ns/shop/").content.decode()
+    assert "Lifetime figures only" in coverage_line(report)
+    assert "since each container started (UTC)" in report and "worst throttle ratio <span" in report
+    node = ops.get("/c/once/node/once-node-0/").content.decode()
+    throttled = node[node.index('id="throttled"') :]
+    assert "shop/api-0" in throttled and ">lifetime</span>" in throttled.split("</tr>")[1]
+
+
+def test_a_window_with_some_lifetime_rows_counts_them(ops: Client, young: Cluster) -> None:
+    Finding.objects.filter(cluster=young, window="1h", container__pod__name="api-0").update(
+        lifetime=True, window_start=None
+    )
+    assert "1 container seen once has lifetime figures" in coverage_line(ops.get("/c/young/ns/shop/").content.decode())
+
+
+def test_rules_short_of_data_say_so_instead_of_nothing_to_change(ops: Client, young: Cluster) -> None:
+    # cache: 2000m request, 30m used; 5 minutes of samples, lower_request needs half the hour and 20 samples.
+    report = ops.get("/c/young/ns/shop/").content.decode()
+    advice = found(r'data-pod="cache-0".*?<td class="advice">(.*?)</td>', report)
+    assert ">not enough data yet (5 of 30 minutes)</span>" in advice
+    web = found(r'data-pod="web-0".*?<td class="advice">(.*?)</td>', report)
+    assert ">none</span>" in web  # judged by every rule: its usage rules lower_request out, 3,000 periods
+    pod = ops.get("/c/young/ns/shop/pod/cache-0/").content.decode()
+    assert "Not enough data yet (5 of 30 minutes): some rules cannot judge this container until then" in pod
+    assert "Nothing to change" not in pod
+    assert "No change suggested yet, but not every rule could judge this window" in pod
+    assert "Nothing to change: no threshold is crossed" in ops.get("/c/young/ns/shop/pod/web-0/").content.decode()
+
+
+def test_the_pod_page_gives_each_reason_once(ops: Client, demo: Cluster) -> None:
+    html = ops.get(f"{NS}pod/api-0/").content.decode()
+    finding = Finding.objects.get(cluster=demo, window="1h", container__pod__name="api-0")
+    for rec in finding.recommendations:
+        assert html.count(escape(rec["detail"])) == 1, rec["kind"]
+    assert "Evidence and reasoning" not in html
+
+
+def test_no_quota_ratio_means_no_throttled_seconds_either(ops: Client, demo: Cluster) -> None:
+    # A source that reports 0 throttled seconds for a container without a quota: still "—" beside the "—" ratio.
+    Finding.objects.filter(cluster=demo, container__pod__name="cache-0").update(throttled_seconds_per_second=0.0)
+    html = ops.get(f"{NS}?workload=cache").content.decode()
+    row = html[html.index('data-pod="cache-0"') :].split("</tr>")[0]
+    cells = re.findall(r'<td class="num[^"]*"[^>]*>([^<]*)', row)
+    assert cells[6:8] == ["—", "—"]  # throttle ratio, throttled s/s
+    pod = ops.get(f"{NS}pod/cache-0/").content.decode()
+    assert "<dt>Throttled</dt><dd>—</dd>" in pod and "0.00" not in pod
+
+
+def test_usage_above_the_limit_is_explained_as_sampling_jitter(ops: Client, demo: Cluster) -> None:
+    Finding.objects.filter(cluster=demo, window="1h", container__pod__name="api-0").update(usage_p95_mcpu=501.2)
+    report = ops.get(NS).content.decode()
+    assert report.count('<span class="above-limit" title="Above the 500m limit by sampling jitter') == 1
+    assert "usage p95 above the limit: sampling jitter" in report
+    pod = ops.get(f"{NS}pod/api-0/").content.decode()
+    assert "The p95 of 501m reads above the 500m limit by sampling jitter" in pod
+    assert "sampling jitter" not in ops.get(f"{NS}pod/api-1/").content.decode()
+
+
+def test_the_ratio_filter_takes_percent_and_still_reads_old_ratio_links(ops: Client, demo: Cluster) -> None:
+    assert set(report_pods(ops.get(f"{NS}?min_throttle_pct=50").content)) == {"api-0", "api-1"}
+    assert set(report_pods(ops.get(f"{NS}?min_throttle_pct=40").content)) == {"api-0", "api-1", "worker-0", "worker-1"}
+    old = ops.get(f"{NS}?min_throttle_ratio=0.5").content.decode()
+    assert set(report_pods(old.encode())) == {"api-0", "api-1"}
+    assert 'name="min_throttle_pct" step="any" min="0" max="100" placeholder="e.g. 10" value="50"' in old
+    bad = ops.get(f"{NS}?min_throttle_pct=150")
+    assert bad.status_code == 400 and "between 0 and 100 percent" in bad.content.decode()
+    rows = csv_rows(ops.get(f"{NS}recommendations.csv?kind=cut_threads&min_throttle_pct=50"))
+    assert {r["pod"] for r in rows} == {"api-0", "api-1"}  # the page's Download CSV link carries the percent
+
+
+def test_counts_of_one_read_in_the_singular(ops: Client, db: None) -> None:
+    build_cluster("one", per_pattern=1, minutes=3, kernel="5.10.12")  # 2 nodes on a fixed kernel
+    Node.objects.filter(name="one-node-1").update(kernel_version="4.14.100")
+    html = ops.get("/").content.decode()
+    assert "nodes on a fixed kernel" not in html and "node on a fixed kernel" in html
+    assert "<p>5 pods request 2,850m of" in ops.get("/c/one/node/one-node-0/").content.decode()  # one of each pattern
+    Container.objects.filter(pod__node__name="one-node-0").exclude(pod__name="api-0").delete()
+    assert "<p>1 pod requests 250m of" in ops.get("/c/one/node/one-node-0/").content.decode()
+
+
+def test_pages_carry_no_internal_references(ops: Client, demo: Cluster) -> None:
+    for url in (
+        "/",
+        "/c/demo/",
+        NS,
+        f"{NS}pod/api-0/",
+        f"{NS}pod/worker-0/",
+        f"{NS}pod/cache-0/",
+        "/c/demo/node/demo-node-0/",
+    ):
+        html = ops.get(url).content.decode()
+        assert not re.search(r"seed \d|DOMAIN|DESIGN\.md|§", html), url

@@ -1,4 +1,5 @@
-"""The kernel probe: its decision from figures (the talk's and seed 004's), and a real run on this kernel."""
+"""The kernel probe: its decision from figures (Indeed's talk's and the CFS quota bug test's), what the command
+prints, and a real run on this kernel."""
 
 from __future__ import annotations
 
@@ -38,13 +39,13 @@ def _decide(
 
 
 def test_the_talks_affected_88_core_machine_shows_the_bug() -> None:
-    verdict, reason, fibtest_can_show, _ = _decide(88, cpu_ms=183, throttled=10)  # seed 000: 183 ms of 500
+    verdict, reason, fibtest_can_show, _ = _decide(88, cpu_ms=183, throttled=10)  # the talk: 183 ms of 500
     assert verdict == VERDICT_SHOWS and fibtest_can_show
     assert "183 of 500 ms" in reason
 
 
 def test_the_talks_fixed_88_core_machine_does_not_show_the_bug() -> None:
-    verdict, reason, _, _ = _decide(88, cpu_ms=482, throttled=10)  # seed 000 after the fix: 482 ms
+    verdict, reason, _, _ = _decide(88, cpu_ms=482, throttled=10)  # the talk, after the fix: 482 ms
     assert verdict == VERDICT_DOES_NOT_SHOW
     assert "482 of 500 ms" in reason
 
@@ -98,7 +99,7 @@ def test_percentiles_use_the_nearest_rank() -> None:
 
 
 def test_the_work_loops_demand_per_period() -> None:
-    assert probe.workloop_max_work_ms(5, 100, 100_000) == 5  # seed 004: one burst per period
+    assert probe.workloop_max_work_ms(5, 100, 100_000) == 5  # the CFS quota bug test: one burst per period
     assert probe.workloop_max_work_ms(5, 10, 100_000) == 35  # a burst every 15 ms: 7 can touch one period
 
 
@@ -108,6 +109,31 @@ def test_a_work_loop_that_would_exceed_its_own_quota_is_refused_up_front() -> No
 
 
 # --- a real run (root) -----------------------------------------------------------------------------------------
+
+
+def test_the_command_prints_plain_names_and_singular_counts() -> None:
+    from apps.lab.management.commands.kernel_probe import summary_lines
+
+    verdict, reason, fib_can_show, loop_can_show = _decide(
+        2, cpu_ms=498, throttled=10, workloop_long=1, workloop_nr_throttled=1
+    )
+    result = probe.ProbeResult(
+        kernel_release="6.1.0", cpus=2, cgroup_version=1, cfs_slice_us=5000, workloop_iterations=200,
+        workloop_work_units=1000, workloop_target_work_ms=5.0, workloop_work_cpu_p50_ms=5.0,
+        workloop_max_work_ms_per_period=5.0, workloop_sleep_ms=100.0, workloop_quota_us=20_000,
+        workloop_period_us=100_000, workloop_wall_p50_ms=5.2, workloop_wall_p99_ms=7.0, workloop_wall_max_ms=60.0,
+        workloop_throttled_iterations=1, workloop_nr_periods=210, workloop_nr_throttled=1, fibtest_slow_processes=1,
+        fibtest_quota_us=50_000, fibtest_period_us=100_000, fibtest_periods=10, fibtest_nr_throttled=10,
+        fibtest_cpu_ms=498.0, fibtest_expected_cpu_ms=500.0, fibtest_cpu_ratio=0.996, fibtest_wall_s=1.0,
+        max_stranded_ms_per_period=1.0, fibtest_can_show_bug=fib_can_show, workloop_can_show_bug=loop_can_show,
+        verdict=verdict, reason=reason,
+    )  # fmt: skip
+    text = "\n".join(summary_lines(result))
+    assert "Work loop (Ivan Babrou's CFS quota bug test): 200 iterations" in text
+    assert "1 iteration took ≥ 50 ms; throttled in 1 of 210 periods" in text
+    assert "Indeed's fibtest: 1 fast + 1 slow process under 50 ms / 100 ms for 10 periods" in text
+    assert "(1 throttled period)" in text and "on 2 CPUs the bug can strand" in text
+    assert "seed" not in text and "(s)" not in text
 
 
 @pytest.mark.root

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django import template
 from django.http import HttpRequest
 from django.utils import timezone
 
 from apps.advisor.models import Window
+from apps.advisor.rules import format_mcpu
+from apps.advisor.selectors import Coverage
 
 register = template.Library()
 
@@ -20,10 +23,72 @@ DEFAULT_SORT = "-throttle_ratio"  # findings() order when no ?sort= is given
 
 @register.filter
 def mcpu(value: float | int | None) -> str:
-    """1385 → "1,385m"; None → "—"."""
+    """1385 → "1,385m"; None → "—". The advice text's formatter, so a card's figures and its advice agree."""
     if value is None:
         return DASH
-    return f"{value:,.0f}m"
+    return format_mcpu(value, with_cpus=False)
+
+
+@register.filter
+def throttled_s(row: dict[str, Any]) -> str:
+    """A report row's throttled seconds per second, "—" when its throttle ratio is unknown: without quota periods
+    a 0.00 beside a "—" ratio would read as measured."""
+    if row.get("throttle_ratio") is None:
+        return DASH
+    return num(row.get("throttled_seconds_per_second"), 2)
+
+
+@register.filter
+def above_limit(row: dict[str, Any]) -> bool:
+    """Whether the row's p95 usage reads above its limit.
+
+    Shown as measured and explained on the page rather than clamped: a sample divides the CPU time used by the time
+    between two readings, so a reading taken a little late makes one interval read slightly above the quota
+    (jitter), and clamping in one view would make the page disagree with the CSV and the API.
+    """
+    p95, limit = row.get("usage_p95_mcpu"), row.get("limit_mcpu")
+    return p95 is not None and bool(limit) and round(p95) > limit
+
+
+@register.filter
+def span(start: datetime | None, end: datetime | None) -> str:
+    """A window as "12-01 17:50–18:50" (UTC), or "11-30 18:50 – 12-01 18:50" when it ends on another day."""
+    if end is None:
+        return utc(start, "%m-%d %H:%M")
+    if start is None:
+        return utc(end, "%m-%d %H:%M")
+    same_day = utc(start, "%Y-%m-%d") == utc(end, "%Y-%m-%d")
+    if same_day:
+        return f"{utc(start, '%m-%d %H:%M')}–{utc(end, '%H:%M')}"
+    return f"{utc(start, '%m-%d %H:%M')} – {utc(end, '%m-%d %H:%M')}"
+
+
+@register.filter
+def coverage_span(coverage: Coverage) -> str:
+    """How much of the window the figures' data spans: "7 of 60 min", "7 min of 24 h", "30 h of 7 d"."""
+    covered_min = coverage.covered_minutes
+    window_min = coverage.window_minutes
+    window_text, window_unit = (f"{window_min:,}", "min") if window_min <= 60 else _in_hours_or_days(window_min)
+    if covered_min < 120 or window_unit == "min":
+        covered_text, covered_unit = f"{covered_min:,}", "min"
+    else:
+        covered_text, covered_unit = _in_hours_or_days(covered_min, days=window_unit == "d" and covered_min >= 2880)
+    if covered_unit == window_unit:
+        return f"{covered_text} of {window_text} {window_unit}"
+    return f"{covered_text} {covered_unit} of {window_text} {window_unit}"
+
+
+def _in_hours_or_days(minutes: int, *, days: bool | None = None) -> tuple[str, str]:
+    """Minutes as whole hours, or whole days from two days up (or as `days` says)."""
+    if days is None:
+        days = minutes >= 2880
+    return (f"{minutes // 1440}", "d") if days else (f"{minutes // 60}", "h")
+
+
+@register.filter
+def plain(value: float | None) -> str:
+    """A number for a form field: 50.0 → "50", 12.5 → "12.5", None → ""."""
+    return "" if value is None else f"{value:g}"
 
 
 @register.filter

@@ -2,9 +2,10 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.advisor.rules import plural
 from apps.clusters.models import Cluster
 from apps.lab import services
-from apps.lab.probe import ProbeError
+from apps.lab.probe import ProbeError, ProbeResult
 
 
 class Command(BaseCommand):
@@ -27,21 +28,22 @@ class Command(BaseCommand):
             result, stored_on = services.run_kernel_probe(cluster_name=cluster, node_name=node, iterations=iterations)
         except (ProbeError, Cluster.DoesNotExist) as exc:
             raise CommandError(str(exc)) from None
-        r = result
-        self.stdout.write(
-            f"Kernel {r.kernel_release}, {r.cpus} CPUs, cgroup v{r.cgroup_version}, slice {r.cfs_slice_us} µs"
-        )
-        self.stdout.write(
-            f"Work loop (seed 004): {r.workloop_iterations} iterations of ~{r.workloop_target_work_ms:.0f} ms work under "
-            f"{r.workloop_quota_us // 1000} ms / {r.workloop_period_us // 1000} ms: wall p50 {r.workloop_wall_p50_ms:.1f} ms, "
-            f"p99 {r.workloop_wall_p99_ms:.1f} ms, max {r.workloop_wall_max_ms:.1f} ms; "
-            f"{r.workloop_throttled_iterations} iteration(s) took ≥ 50 ms; throttled in {r.workloop_nr_throttled} of "
-            f"{r.workloop_nr_periods} periods"
-        )
-        self.stdout.write(
-            f"fibtest (seed 000): 1 fast + {r.fibtest_slow_processes} slow processes under {r.fibtest_quota_us // 1000} ms / "
-            f"{r.fibtest_period_us // 1000} ms for {r.fibtest_periods} periods: got {r.fibtest_cpu_ms:.0f} ms of CPU of "
-            f"{r.fibtest_expected_cpu_ms:.0f} ms allowed ({r.fibtest_cpu_ratio:.0%})"
-        )
-        self.stdout.write(f"Verdict: {r.verdict} — {r.reason}")
+        for line in summary_lines(result):
+            self.stdout.write(line)
         self.stdout.write(f"Stored on node {stored_on.cluster.name}/{stored_on.name}.")
+
+
+def summary_lines(r: ProbeResult) -> list[str]:
+    """What the command prints about a probe run: the machine, each test's figures, the verdict."""
+    return [
+        f"Kernel {r.kernel_release}, {plural(r.cpus, 'CPU')}, cgroup v{r.cgroup_version}, slice {r.cfs_slice_us} µs",
+        f"Work loop (Ivan Babrou's CFS quota bug test): {plural(r.workloop_iterations, 'iteration')} of "
+        f"~{r.workloop_target_work_ms:.0f} ms work under {r.workloop_quota_us // 1000} ms / "
+        f"{r.workloop_period_us // 1000} ms: wall p50 {r.workloop_wall_p50_ms:.1f} ms, p99 {r.workloop_wall_p99_ms:.1f} "
+        f"ms, max {r.workloop_wall_max_ms:.1f} ms; {plural(r.workloop_throttled_iterations, 'iteration')} took "
+        f"≥ 50 ms; throttled in {r.workloop_nr_throttled:,} of {plural(r.workloop_nr_periods, 'period')}",
+        f"Indeed's fibtest: 1 fast + {plural(r.fibtest_slow_processes, 'slow process', 'slow processes')} under "
+        f"{r.fibtest_quota_us // 1000} ms / {r.fibtest_period_us // 1000} ms for {plural(r.fibtest_periods, 'period')}: "
+        f"got {r.fibtest_cpu_ms:.0f} ms of CPU of {r.fibtest_expected_cpu_ms:.0f} ms allowed ({r.fibtest_cpu_ratio:.0%})",
+        f"Verdict: {r.verdict} — {r.reason}",
+    ]
