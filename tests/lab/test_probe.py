@@ -1,4 +1,4 @@
-"""The kernel probe: its decision from figures (the talk's and seed 004's), and a real run on this kernel."""
+"""The kernel probe: its decision from figures (Indeed's talk and the CFS quota bug test), and a real run here."""
 
 from __future__ import annotations
 
@@ -38,13 +38,13 @@ def _decide(
 
 
 def test_the_talks_affected_88_core_machine_shows_the_bug() -> None:
-    verdict, reason, fibtest_can_show, _ = _decide(88, cpu_ms=183, throttled=10)  # seed 000: 183 ms of 500
+    verdict, reason, fibtest_can_show, _ = _decide(88, cpu_ms=183, throttled=10)  # Indeed's talk: 183 ms of 500
     assert verdict == VERDICT_SHOWS and fibtest_can_show
     assert "183 of 500 ms" in reason
 
 
 def test_the_talks_fixed_88_core_machine_does_not_show_the_bug() -> None:
-    verdict, reason, _, _ = _decide(88, cpu_ms=482, throttled=10)  # seed 000 after the fix: 482 ms
+    verdict, reason, _, _ = _decide(88, cpu_ms=482, throttled=10)  # Indeed's talk, fixed: 482 ms
     assert verdict == VERDICT_DOES_NOT_SHOW
     assert "482 of 500 ms" in reason
 
@@ -98,7 +98,7 @@ def test_percentiles_use_the_nearest_rank() -> None:
 
 
 def test_the_work_loops_demand_per_period() -> None:
-    assert probe.workloop_max_work_ms(5, 100, 100_000) == 5  # seed 004: one burst per period
+    assert probe.workloop_max_work_ms(5, 100, 100_000) == 5  # the CFS quota bug test: one burst per period
     assert probe.workloop_max_work_ms(5, 10, 100_000) == 35  # a burst every 15 ms: 7 can touch one period
 
 
