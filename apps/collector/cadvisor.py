@@ -3,7 +3,7 @@
 A scrape is megabytes of text, tens of thousands of lines, of which only the few CPU families below matter. The speed
 comes from never looking at the other lines in Python: one compiled regex walks the bytes in C and hands back only
 the lines of the wanted families, and each distinct label set is parsed once (a cgroup's labels repeat on every
-family). Everything else follows the Prometheus text format as cAdvisor writes it (see DOMAIN.md §6):
+family). Everything else follows the Prometheus text format as cAdvisor writes it (docs/domain.md#kubelet-cadvisor):
 
 - labels `namespace`/`pod`/`container` (Kubernetes ≥ 1.16) or `pod_name`/`container_name` (before);
 - `container=""` with a pod and no image is the pod-level cgroup; the sandbox (`container="POD"` under docker, a

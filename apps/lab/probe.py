@@ -1,14 +1,15 @@
-"""The kernel probe: does this kernel strand CFS quota (the slice-expiry bug)? No Django import.
+"""The kernel probe: does this kernel strand CFS quota (docs/domain.md#slice-expiry-bug)? No Django import.
 
 Two measurements, each in a temporary cgroup under the lab root, removed afterwards:
 
-(a) The work loop (Ivan Babrou's CFS quota bug test): one process does ≈5 ms of CPU work (a fixed number of Fibonacci
-    steps calibrated to 5 ms of CPU time outside the cgroup) then sleeps 100 ms, under quota 20 ms / period 100 ms.
-    Per-iteration wall times: p50, p99, max, and the iterations of ≥ 50 ms ("throttled iterations").
-(b) fibtest (Indeed's): one fast process spinning plus N slow ones (100 steps, then 10 ms sleep; N = CPUs − 1
-    by default, as in the talk) under quota 50 ms / period 100 ms. The CPU time obtained (cpuacct.usage delta) over
-    10 periods is compared with quota × periods. The window is aligned on the kernel's own period boundaries: it
-    starts and ends when cpu.stat's nr_periods ticks (polled every 0.5 ms), which is when the quota is refilled.
+(a) The work loop (Ivan Babrou's "Overly aggressive CFS"): one process does ≈5 ms of CPU work (a fixed number of
+    Fibonacci steps calibrated to 5 ms of CPU time outside the cgroup) then sleeps 100 ms, under quota 20 ms / period
+    100 ms. Per-iteration wall times: p50, p99, max, and the iterations of ≥ 50 ms ("throttled iterations").
+(b) Indeed's fibtest: one fast process spinning plus N slow ones (100 steps, then 10 ms sleep; N = CPUs − 1 by
+    default, as in Indeed's KubeCon 2019 talk) under quota 50 ms / period 100 ms. The CPU time obtained (cpuacct.usage
+    delta) over 10 periods is compared with quota × periods. The window is aligned on the kernel's own period
+    boundaries: it starts and ends when cpu.stat's nr_periods ticks (polled every 0.5 ms), which is when the quota is
+    refilled.
 
 While the probe runs, its cgroups and the lab root get ``priority_shares`` (default 10240, ten CPUs' worth) so that
 the quota, not other load on the machine, is what limits them: on a shared 2-CPU machine at load 4, fibtest at the
@@ -27,8 +28,8 @@ Decision arithmetic (defaults; C = CPUs; P = period):
   the p99 CPU time the iterations really took: on a shared machine the same work can cost more CPU time inside the
   cgroup than during calibration, e.g. with a busy hyperthread sibling.)
 - On affected kernels each CPU can strand up to min_cfs_rq_runtime = 1 ms of quota per period (commit de53fd7aedb1),
-  i.e. up to (C − 1) ms per period on the CPUs the spinning task is not on (see apps.advisor.kernel). This bounds what the probe
-  can see on this machine:
+  i.e. up to (C − 1) ms per period on the CPUs the spinning task is not on (docs/domain.md#stranded-quota). This
+  bounds what the probe can see on this machine:
   * fibtest loses at most (C − 1) ms of its 50 ms per period. It counts as low CPU below
     ``FIBTEST_LOW_RATIO`` = 90 % of quota × periods (a fixed kernel gives 96–108 %: the talk measured 482 ms of
     500 on a fixed 88-CPU machine and 530–539 ms on 1–16 CPUs, and this probe's aligned window adds at most a poll
@@ -88,7 +89,7 @@ class ProbeResult:
     cpus: int
     cgroup_version: int
     cfs_slice_us: int | None
-    # (a) the work loop
+    # (a) the work loop (docs/domain.md#work-loop)
     workloop_iterations: int
     workloop_work_units: int  # Fibonacci steps per iteration, calibrated to workloop_target_work_ms of CPU
     workloop_target_work_ms: float
@@ -103,7 +104,7 @@ class ProbeResult:
     workloop_throttled_iterations: int  # iterations of ≥ LONG_ITERATION_MS
     workloop_nr_periods: int  # Δ over the timed iterations
     workloop_nr_throttled: int
-    # (b) fibtest
+    # (b) fibtest (docs/domain.md#fibtest)
     fibtest_slow_processes: int
     fibtest_quota_us: int
     fibtest_period_us: int

@@ -3,20 +3,23 @@
 Run one as ``python -m apps.lab.workloads KIND --json '{"processes": 2}' --cgroup-procs /sys/fs/cgroup/cpu/…/cgroup.procs``.
 The process first writes its own pid into every ``--cgroup-procs`` file (so nothing it does afterwards escapes the
 container's cgroup), then either does the work itself (``workloop``, ``single``, ``idle``: one task, as the original
-single-threaded tests) or forks worker processes that inherit the cgroup. Python threads share one interpreter lock
+single-threaded loops) or forks worker processes that inherit the cgroup. Python threads share one interpreter lock
 and cannot load several CPUs, so parallelism here is always processes: the kernel's quota counts tasks either way.
 
 Workers ask the kernel to SIGKILL them when their parent (the workload's leader) dies, so killing the leader, even
 with SIGKILL, leaves nothing behind. The leader handles SIGTERM by killing and reaping its workers, then exits 0.
 
-Kinds:
+Kinds (the reproducers are described in docs/domain.md#empirical-checks and #threads):
 - ``burner``: N processes spinning: a steady load at its limit.
 - ``fibtest``: one fast process computing Fibonacci steps as fast as it can plus N slow processes doing 100 steps
   then sleeping 10 ms (Indeed's fibtest).
-- ``workloop``: about 5 ms of CPU work then a sleep, forever or for a number of iterations (Ivan Babrou's CFS quota
-  bug test; its Go original burns 5 ms of CPU time per iteration and sleeps 100 ms or 1 s between iterations).
-- ``bursty``: N processes busy for ``busy_s`` then idle for ``idle_s``, all in phase (10 s of traffic a minute).
-- ``single``: one process doing ``work_ms`` of work then sleeping ("too few threads" under a 2-CPU request).
+- ``workloop``: about 5 ms of CPU work then a sleep, forever or for a number of iterations (the CFS quota bug test
+  after Ivan Babrou's gist; its Go original burns 5 ms of CPU time per iteration and sleeps 100 ms or 1 s between
+  iterations).
+- ``bursty``: N processes busy for ``busy_s`` then idle for ``idle_s``, all in phase (10 s of traffic a minute,
+  docs/domain.md#bursty-load).
+- ``single``: one process doing ``work_ms`` of work then sleeping (too few threads for a 2-CPU request,
+  docs/domain.md#too-few-threads).
 - ``idle``: sleeps; a healthy container that uses nothing.
 - ``lightweb``: N processes each doing a little work per interval; a healthy, lightly loaded container.
 """
@@ -86,7 +89,7 @@ KINDS: dict[str, KindSpec] = {
         inline=False,
     ),
     "workloop": KindSpec(
-        "work_ms of CPU work then sleep_ms of sleep, in one process: Ivan Babrou's CFS quota bug test",
+        "work_ms of CPU work then sleep_ms of sleep, in one process: the CFS quota bug test",
         {
             "work_ms": Param(5.0, 0.1, 1000, "CPU time per iteration, ms (used when work_units is 0)"),
             "sleep_ms": Param(100.0, 0, 60_000, "sleep between iterations, ms"),
@@ -97,7 +100,7 @@ KINDS: dict[str, KindSpec] = {
         inline=True,
     ),
     "bursty": KindSpec(
-        "N processes busy for busy_s then idle for idle_s, in phase: a bursty load",
+        "N processes busy for busy_s then idle for idle_s, in phase: bursty load hidden by averages",
         {
             "processes": Param(2, 1, 64, "processes busy during a burst"),
             "busy_s": Param(10.0, 0.1, 3600, "burst length, s"),
@@ -106,7 +109,7 @@ KINDS: dict[str, KindSpec] = {
         inline=False,
     ),
     "single": KindSpec(
-        "one process doing work_ms of work then sleeping sleep_ms: too few threads for its request",
+        "one process doing work_ms of work then sleeping sleep_ms: too few threads for the request",
         {
             "work_ms": Param(50.0, 0.1, 10_000, "CPU time per request, ms"),
             "sleep_ms": Param(150.0, 0, 60_000, "pause between requests, ms"),

@@ -39,13 +39,13 @@ def _decide(
 
 
 def test_the_talks_affected_88_core_machine_shows_the_bug() -> None:
-    verdict, reason, fibtest_can_show, _ = _decide(88, cpu_ms=183, throttled=10)  # the talk: 183 ms of 500
+    verdict, reason, fibtest_can_show, _ = _decide(88, cpu_ms=183, throttled=10)  # Indeed's talk: 183 ms of 500
     assert verdict == VERDICT_SHOWS and fibtest_can_show
     assert "183 of 500 ms" in reason
 
 
 def test_the_talks_fixed_88_core_machine_does_not_show_the_bug() -> None:
-    verdict, reason, _, _ = _decide(88, cpu_ms=482, throttled=10)  # the talk, after the fix: 482 ms
+    verdict, reason, _, _ = _decide(88, cpu_ms=482, throttled=10)  # Indeed's talk, fixed: 482 ms
     assert verdict == VERDICT_DOES_NOT_SHOW
     assert "482 of 500 ms" in reason
 

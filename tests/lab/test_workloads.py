@@ -57,8 +57,8 @@ def test_a_limit_caps_a_bursts_rate_before_the_duty_cycle_averages_it() -> None:
     assert capped.peak_cores == 0.2 and capped.average_cores == pytest.approx(0.2 * 10 / 60)
 
 
-def test_task_counts_match_the_seeds_shapes() -> None:
-    assert workloads.task_count("single", workloads.normalize_params("single", {})) == 1  # seed 003: one thread
+def test_task_counts_match_the_reproducers_shapes() -> None:
+    assert workloads.task_count("single", workloads.normalize_params("single", {})) == 1  # too few threads: one
     assert workloads.task_count("burner", workloads.normalize_params("burner", {"processes": 8})) == 9
     assert workloads.task_count("fibtest", workloads.normalize_params("fibtest", {"slow": 3})) == 5  # leader+fast+3
 

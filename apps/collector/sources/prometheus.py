@@ -2,7 +2,7 @@
 kube-state-metrics. Nothing is read from the cluster itself; the HTTP API's instant query (`/api/v1/query`) answers
 everything, over the standard library's urllib (no client library needed).
 
-What is read (DOMAIN.md §6):
+What is read (docs/domain.md#prometheus):
 
 - **Inventory** from kube-state-metrics: `kube_node_info` (kernel, OS image, runtime, kubelet), node CPU from
   `kube_node_status_{allocatable,capacity}{resource="cpu"}` (`*_cpu_cores` on kube-state-metrics 1.x), pods from
@@ -318,7 +318,7 @@ INVENTORY_QUERIES: dict[str, str] = {
 
 
 def throttle_queries(window_s: float) -> dict[str, str]:
-    """The kubernetes-mixin window figures (DOMAIN.md §6): increase of each CFS counter, summed by container."""
+    """The kubernetes-mixin window figures (docs/domain.md#prometheus): increase of each CFS counter, by container."""
     window = f"[{max(1, round(window_s * 1000))}ms]"
     return {
         name: f"sum by (namespace, pod, container) ({_cadvisor(metric, wrap='increase', window=window)})"
