@@ -1,5 +1,5 @@
 """API serializers. Every field is listed explicitly; report and recommendation rows keep the contract's names and order
-(DESIGN.md "Contract"), which tests/api check against the contract text."""
+(docs/contract.md), which tests/api check against the contract text."""
 
 from __future__ import annotations
 

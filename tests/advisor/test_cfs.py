@@ -1,4 +1,4 @@
-"""CFS arithmetic against the talk's numbers (seed 000) and the runtimes' own test points."""
+"""CFS arithmetic against the numbers of Indeed's KubeCon 2019 talk (docs/domain.md#shares-floor) and the runtimes' own test points."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Kernel verdicts for the CFS slice expiry bug (DOMAIN.md §3).
+"""Kernel verdicts for the CFS slice expiry bug (docs/domain.md#kernel-verdicts).
 
-Every expected verdict here is written by hand from DOMAIN.md §3's rules and vendor table, never copied from the
+Every expected verdict here is written by hand from the rules and vendor table of docs/domain.md#kernel-verdicts and #vendor-table, never copied from the
 code's output: fixed = mainline >= 5.4, 5.3.y >= 5.3.9, 4.19.y >= 4.19.84, 4.14.y >= 4.14.154, or a vendor build at
 or past its first fixed build; slice_expiry = 512ac999d275 without the fix; clock_drift = 3.16..4.17 lines without
 512ac999d275; unknown = a vendor base below the fix with no vendor record.
@@ -248,7 +248,7 @@ def test_a_stable_line_is_fixed_exactly_from_its_fix_release_on(
     assert result.verdict != "unknown"
 
 
-# --- Vendor rows of DOMAIN.md §3 on both sides of their first fixed build -----------------------------------------
+# --- Vendor rows of docs/domain.md#vendor-table on both sides of their first fixed build -----------------------------------------
 
 # row line -> (a build just below its first fixed build, expected bug there, the first fixed build or one at its ABI)
 VENDOR_ROW_SIDES: dict[str, tuple[str, str | None, str]] = {

@@ -1,4 +1,4 @@
-"""The contract (DESIGN.md "Contract"): report row field names, recommendations CSV columns, values as stored.
+"""The contract (docs/contract.md): report row field names, recommendations CSV columns, values as stored.
 
 The expected field lists are copied from the contract text, not from the code, so a renamed or reordered field fails.
 """

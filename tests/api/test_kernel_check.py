@@ -1,6 +1,6 @@
 """GET kernel-check/?version=: verdicts on real kernelVersion strings (tests/fixtures/kernel_versions.txt).
 
-Expected verdicts come from DOMAIN.md §3: the fix is in 4.14.154, 4.19.84, 5.3.9 and 5.4; Amazon Linux 2 names the
+Expected verdicts come from docs/domain.md#fixed-versions: the fix is in 4.14.154, 4.19.84, 5.3.9 and 5.4; Amazon Linux 2 names the
 real sublevel (4.14.133 has 512ac999d275 but not the fix: slice expiry); COS has no backport record (unknown below
 the fix); Ubuntu 18.04's first fixed generic build is 4.15.0-69.78.
 """
