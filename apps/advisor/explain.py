@@ -15,9 +15,9 @@ from apps.advisor.rules import (
     format_mcpu,
     format_ms,
     format_ratio,
-    plural,
 )
 from apps.clusters.kubelet import quota_us_from_limit_mcpu, shares_from_request_mcpu
+from apps.words import plural
 
 
 def _data_paragraph(facts: ContainerFacts) -> str:

@@ -474,7 +474,7 @@ _PARSERS: tuple[tuple[re.Pattern[str], _Builder], ...] = tuple(
 _RELEASE_SHAPE = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}(?:[-.+_~][A-Za-z0-9._+~-]*)?", re.ASCII)
 
 
-def is_kernel_release(version: str) -> bool:
+def is_kernel_release(version: object) -> bool:
     """Whether `version` reads as a kernel release at all, known or not: "5.4.0-1018-gke", "99.1.1" or a Windows
     node's "10.0.17763.1577" do; "hello", "v5.4.0", "5.4.0 (Ubuntu)" or a 20-digit major do not.
 

@@ -16,6 +16,7 @@ from apps.advisor.cfs import DEFAULT_SLICE_US, quota_shape, stranded_quota
 from apps.advisor.kernel import KernelVerdict
 from apps.advisor.windows import WindowSummary
 from apps.clusters.kubelet import DEFAULT_PERIOD_US, MILLI_CPU_TO_CPU, quota_us_from_limit_mcpu
+from apps.words import plural
 
 Kind = Literal[
     "upgrade_kernel", "raise_limit", "use_whole_cores", "cut_threads", "add_threads", "lower_request", "set_request"
@@ -123,18 +124,6 @@ def format_mcpu(mcpu: float, *, with_cpus: bool = True) -> str:
 def format_ms(us: float) -> str:
     """Microseconds as milliseconds without noise: 60000 → "60 ms", 33333 → "33.3 ms"."""
     return f"{us / 1000:.3g} ms" if us < 1_000_000 else f"{us / 1000:,.0f} ms"
-
-
-def format_number(value: float) -> str:
-    """At most two decimals, none when whole: 20.0 → "20", 6.6667 → "6.67", 1234.0 → "1234"."""
-    return f"{value:.2f}".rstrip("0").rstrip(".")
-
-
-def plural(count: float, noun: str, plural_noun: str = "") -> str:
-    """The count with its noun, singular for exactly one: plural(1, "thread") → "1 thread", plural(1500, "period") →
-    "1,500 periods", plural(2.5, "slice") → "2.5 slices"; irregular nouns name their plural: ("process", "processes")."""
-    number = f"{count:,}" if isinstance(count, int) else format_number(count)
-    return f"{number} {noun if count == 1 else plural_noun or noun + 's'}"
 
 
 def format_ratio(ratio: float) -> str:

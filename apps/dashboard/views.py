@@ -16,9 +16,9 @@ from django.shortcuts import render
 from django.utils.http import content_disposition_header
 
 from apps.advisor.export import recommendations_csv_filename, stream_csv
-from apps.advisor.rules import plural
 from apps.advisor.selectors import RECOMMENDATION_FIELDS, RECOMMENDATION_KINDS, findings, recommendation_rows
 from apps.advisor.snippets import resource_change
+from apps.words import plural
 
 from . import charts, selectors
 from .forms import BadQuery, ReportForm, WindowForm, parse

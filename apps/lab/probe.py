@@ -60,10 +60,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from apps.advisor.rules import plural
 from apps.lab import cgroups
 from apps.lab.cgroups import DEFAULT_ROOT, PROBE_PREFIX, CgroupError, CpuController
 from apps.lab.workloads import calibrate_work_units, command_line
+from apps.words import plural
 
 VERDICT_SHOWS = "shows slice-expiry throttling"
 VERDICT_DOES_NOT_SHOW = "does not show slice-expiry throttling"

@@ -17,12 +17,11 @@ from apps.advisor.rules import (
     advise,
     data_shortfalls,
     format_mcpu,
-    format_number,
-    plural,
     round_up_mcpu,
     shortfall_text,
 )
 from apps.advisor.windows import WindowSummary, lifetime_summary
+from apps.words import format_number, plural
 from tests.advisor.test_windows import FIXTURES, cadvisor_values, reading_from_cadvisor
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)

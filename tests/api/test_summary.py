@@ -37,7 +37,7 @@ def test_text_lists_the_worst_containers_with_ratio_and_advice_and_links_the_rep
     # The default limit of 5 lists the four over the target, then one of cache-* (lower_request), and counts the other.
     below = lines.index("Not over the target, with recommendations:")
     assert lines[below + 1] == "- cache-0/main: no throttle ratio (no CPU limit)"
-    assert lines[below + 2].startswith("  - info: Lower the CPU request from 2000m")
+    assert lines[below + 2].startswith("  - info: Lower the CPU request from 2,000m (2 CPUs) to 50m")
     assert lines[-2] == "…and 1 more not over the target with recommendations: see the report."
     assert lines[-1] == "Report: http://testserver/c/demo/ns/shop/?window=1h"
 

@@ -2,10 +2,10 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.advisor.rules import plural
 from apps.clusters.models import Cluster
 from apps.lab import services
 from apps.lab.probe import ProbeError, ProbeResult
+from apps.words import plural
 
 
 class Command(BaseCommand):
