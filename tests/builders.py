@@ -53,6 +53,7 @@ def build_cluster(
     kernel: str = "4.19.76-linuxkit",
     now: datetime | None = None,
     uptime_s: float = 0,
+    patterns: tuple[Pattern, ...] = PATTERNS,
 ) -> Cluster:
     """Store `minutes` of readings every `step_s` seconds for per_pattern pods of each pattern, then findings.
 
@@ -64,7 +65,7 @@ def build_cluster(
                       kernel_version=kernel, cpu_manager_policy="none") for i in range(2)]  # fmt: skip
     pods: list[PodInfo] = []
     plan: list[tuple[PodInfo, Pattern]] = []
-    for pattern in PATTERNS:
+    for pattern in patterns:
         for i in range(per_pattern):
             qos = "BestEffort" if pattern.request_mcpu is None else "Burstable"
             pod = PodInfo(

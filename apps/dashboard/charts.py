@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from statistics import median
 
@@ -27,10 +27,18 @@ COLOURS = {
     "floor": "#1f7a3a",
     "ceiling": "#b3261e",
     "ratio": "#b86e00",
-    "target": "#b3261e",
+    "target": "#6b3fa0",
     "threads": "#5b6475",
     "bar": "#2356c7",
 }
+# Reference lines differ in dash as well as colour, so the legend tells them apart without colour vision.
+DASHES = {"floor": "dashdot", "ceiling": "dash", "target": "dot"}
+# The ceiling is wide and pale under the 2 px usage line, so usage pinned at its limit shows as a blue line
+# edged with red dashes instead of one hiding the other.
+REFERENCE_WIDTHS_PX = {"floor": 1.5, "ceiling": 4, "target": 2}
+REFERENCE_OPACITY = {"floor": 1.0, "ceiling": 0.5, "target": 1.0}
+LONE_POINT_PAD = 0.03  # of the axis's width, left of a lone point
+MIN_SPAN_S = 600  # a lone point gets 10 minutes of axis around it rather than a zero-width range
 _FONT = {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12, "color": "#1d2330"}
 _AXIS = {"gridcolor": "#e8ebf0", "zerolinecolor": "#c9ced8", "linecolor": "#c9ced8", "automargin": True}
 
@@ -101,14 +109,56 @@ def _r(value: float | None, digits: int = 1) -> float | None:
     return None if value is None else round(value, digits)
 
 
-# The three panels of a container's figure: y axis, vertical share of the plot (paper coordinates) and title.
+# A container's panels: y axis, vertical share of the plot (paper coordinates) and title, with and without the
+# throttle-ratio panel (a container without a CPU limit has no CFS quota, so no periods to be throttled in).
 # Laid out by hand rather than with plotly.subplots.make_subplots, which took ~60–120 ms per figure here against
 # ~5 ms for a plain go.Figure: the pod page's largest cost.
+_USAGE_TITLE = "CPU usage (millicores)"
+_RATIO_TITLE = "Throttle ratio (% of periods)"
+_THREADS_TITLE = "Threads"
 _PANELS = (
-    ("y", (0.57, 1.0), "CPU usage (millicores)"),
-    ("y2", (0.27, 0.49), "Throttle ratio (% of periods)"),
-    ("y3", (0.0, 0.19), "Threads"),
+    ("y", (0.57, 1.0), _USAGE_TITLE),
+    ("y2", (0.27, 0.49), _RATIO_TITLE),
+    ("y3", (0.0, 0.19), _THREADS_TITLE),
 )
+_PANELS_WITHOUT_RATIO = (
+    ("y", (0.36, 1.0), _USAGE_TITLE),
+    ("y3", (0.0, 0.22), _THREADS_TITLE),
+)
+_HEIGHT_PX = {True: 470, False: 380}  # keyed by whether the ratio panel is drawn
+
+
+def has_quota(points: Sequence[SeriesPoint], quota_ceiling_mcpu: int | None) -> bool:
+    """Whether a throttle ratio means anything: the container has a quota now, or CFS periods ran in the span."""
+    return quota_ceiling_mcpu is not None or any(p.periods for p in points)
+
+
+def x_range(points: Sequence[SeriesPoint], since: datetime, until: datetime) -> tuple[datetime, datetime]:
+    """The time axis: from the first point (not the window start, which leaves a young series squeezed at the
+    right) to the window end; at least MIN_SPAN_S wide, centred on the data when it is narrower, and a lone
+    point kept clear of the y axis. Without points, the window."""
+    if not points:
+        return since, until
+    start, end = points[0].ts, max(until, points[-1].ts)
+    short_s = MIN_SPAN_S - (end - start).total_seconds()
+    if short_s > 0:
+        start, end = start - timedelta(seconds=short_s / 2), end + timedelta(seconds=short_s / 2)
+    if len(points) == 1:  # its dot would sit on the y axis, half hidden by the tick labels
+        start -= (end - start) * LONE_POINT_PAD
+    return start, end
+
+
+def lone_point_note(points: Sequence[SeriesPoint], resolution: str) -> str | None:
+    """Plain words for a chart with a single point, which a line chart would leave blank; None otherwise."""
+    if len(points) != 1:
+        return None
+    ts = points[0].ts.astimezone(UTC)
+    if resolution == "hourly":
+        return (
+            f"One hourly point so far (the hour from {ts:%H:%M} UTC), shown as a dot: this window charts hourly "
+            "averages, so lines start once a second hour has samples."
+        )
+    return f"One sample interval so far (ending {ts:%H:%M} UTC), shown as a dot: lines start with the next collection."
 
 
 def container_figure(
@@ -121,78 +171,96 @@ def container_figure(
     target_ratio: float,
     resolution: str,
 ) -> go.Figure:
-    """Three stacked panels sharing the time axis: usage (mcpu) against the shares floor and quota ceiling,
-    throttle ratio (%) against the target, and threads. `resolution` is "raw" or "hourly" (hourly adds p95)."""
+    """Stacked panels sharing the time axis: usage (mcpu) against the shares floor and quota ceiling, throttle
+    ratio (%) against the target when the container has a quota, and threads. `resolution` is "raw" or "hourly"
+    (hourly adds p95). The axis starts at the first point; `since` only bounds it when there are no points."""
     buckets = downsample(points)
     merged = len(points) > MAX_POINTS  # buckets hold several raw points: their peak differs from their mean
     xs = [_x(b.ts) for b in buckets]
-    span = [_x(since), _x(until)]
-    traces = [
-        go.Scatter(
-            x=xs,
-            y=[_r(b.usage_mcpu) for b in buckets],
-            name="usage" if resolution == "raw" else "usage (hourly mean)",
-            mode="lines",
-            line={"color": COLOURS["usage"], "width": 2},
-            hovertemplate="%{y:,.0f}m",
-        )
-    ]
+    start, end = x_range(points, since, until)
+    span = [_x(start), _x(end)]
+    with_ratio = has_quota(points, quota_ceiling_mcpu)
+    # A single point draws no line: show it as a dot.
+    lone = len(points) == 1
+    mode = "markers" if lone else "lines"
+    traces: list[go.Scatter] = []
+    # Reference lines first: later traces are drawn on top, so usage at the ceiling stays visible over it.
+    # legendrank keeps the legend in reading order (data before its references) whatever the drawing order.
+    for rank, (value, name, key) in enumerate(
+        ((shares_floor_mcpu, "shares floor", "floor"), (quota_ceiling_mcpu, "quota ceiling", "ceiling")), start=3
+    ):
+        if value is not None:
+            traces.append(_reference(span, value, f"{name} {value:,}m", key, "%{y:,.0f}m", "y", rank))
     if resolution == "hourly" or merged:
         traces.append(
             go.Scatter(
                 x=xs,
                 y=[_r(b.usage_peak_mcpu) for b in buckets],
                 name="usage p95 per hour" if resolution == "hourly" else "usage peak",
-                mode="lines",
+                mode=mode,
                 line={"color": COLOURS["peak"], "width": 1},
                 hovertemplate="%{y:,.0f}m",
+                legendrank=2,
+                **_dot(lone, "peak"),
             )
         )
-    for value, name, colour in (
-        (shares_floor_mcpu, "shares floor", COLOURS["floor"]),
-        (quota_ceiling_mcpu, "quota ceiling", COLOURS["ceiling"]),
-    ):
-        if value is not None:
-            traces.append(_reference(span, value, f"{name} {value:,}m", colour, "%{y:,.0f}m", "y"))
     traces.append(
         go.Scatter(
             x=xs,
-            y=[_r(None if b.throttle_ratio is None else b.throttle_ratio * 100) for b in buckets],
-            name="throttle ratio",
-            mode="lines",
-            line={"color": COLOURS["ratio"], "width": 2},
-            hovertemplate="%{y:.1f}%",
-            yaxis="y2",
+            y=[_r(b.usage_mcpu) for b in buckets],
+            name="usage" if resolution == "raw" else "usage (hourly mean)",
+            mode=mode,
+            line={"color": COLOURS["usage"], "width": 2},
+            hovertemplate="%{y:,.0f}m",
+            legendrank=1,
+            **_dot(lone, "usage"),
         )
     )
-    traces.append(
-        _reference(span, round(target_ratio * 100, 2), f"target {target_ratio:.0%}", COLOURS["target"], "%{y}%", "y2")
-    )
+    if with_ratio:
+        traces.append(
+            _reference(span, round(target_ratio * 100, 2), f"target {target_ratio:.0%}", "target", "%{y}%", "y2", 6)
+        )
+        traces.append(
+            go.Scatter(
+                x=xs,
+                y=[_r(None if b.throttle_ratio is None else b.throttle_ratio * 100) for b in buckets],
+                name="throttle ratio",
+                mode=mode,
+                line={"color": COLOURS["ratio"], "width": 2},
+                hovertemplate="%{y:.1f}%",
+                yaxis="y2",
+                legendrank=5,
+                **_dot(lone, "ratio"),
+            )
+        )
     traces.append(
         go.Scatter(
             x=xs,
             y=[b.threads for b in buckets],
             name="threads",
-            mode="lines",
+            mode=mode,
             line={"color": COLOURS["threads"], "width": 1.5, "shape": "hv"},
             hovertemplate="%{y}",
             yaxis="y3",
+            legendrank=7,
+            **_dot(lone, "threads"),
         )
     )
+    panels = _PANELS if with_ratio else _PANELS_WITHOUT_RATIO
     layout: dict = {
         "template": go.layout.Template(),
-        "height": 470,
+        "height": _HEIGHT_PX[with_ratio],
         "margin": {"l": 10, "r": 10, "t": 24, "b": 10},
         "font": _FONT,
         "paper_bgcolor": "#fff",
         "plot_bgcolor": "#fff",
         "hovermode": "x unified",
-        "hoversubplots": "axis",  # one hover label for all three panels: they share the time axis
-        "legend": {"orientation": "h", "x": 0, "y": -0.12, "yanchor": "top"},
+        "hoversubplots": "axis",  # one hover label for all panels: they share the time axis
+        "legend": {"orientation": "h", "x": 0, "y": -0.12 if with_ratio else -0.16, "yanchor": "top"},
         "xaxis": {**_AXIS, "type": "date", "range": span, "anchor": "y3"},
         "annotations": [],
     }
-    for axis, domain, title in _PANELS:
+    for axis, domain, title in panels:
         layout["yaxis" + axis[1:]] = {
             **_AXIS,
             "domain": list(domain),
@@ -215,7 +283,12 @@ def container_figure(
     return go.Figure(data=traces, layout=layout)
 
 
-def _reference(span: list[int], value: float, name: str, colour: str, hover: str, yaxis: str) -> go.Scatter:
+def _dot(lone: bool, key: str) -> dict:
+    """Marker settings for a lone point, big enough to see."""
+    return {"marker": {"color": COLOURS[key], "size": 8}} if lone else {}
+
+
+def _reference(span: list[int], value: float, name: str, key: str, hover: str, yaxis: str, rank: int) -> go.Scatter:
     """A horizontal line across the chart: two points, so it shows in the legend and the hover."""
     return go.Scatter(
         yaxis=yaxis,
@@ -223,8 +296,10 @@ def _reference(span: list[int], value: float, name: str, colour: str, hover: str
         y=[value, value],
         name=name,
         mode="lines",
-        line={"color": colour, "width": 1.5, "dash": "dash"},
+        line={"color": COLOURS[key], "width": REFERENCE_WIDTHS_PX[key], "dash": DASHES[key]},
+        opacity=REFERENCE_OPACITY[key],
         hovertemplate=hover,
+        legendrank=rank,
     )
 
 

@@ -103,12 +103,13 @@ def pod(request: HttpRequest, cluster: str, namespace: str, pod: str) -> HttpRes
     target = selectors.throttle_target()
     containers = []
     for c in detail.containers:
+        figure_ceiling_mcpu = c.finding.quota_ceiling_mcpu if c.finding else None
         figure = charts.container_figure(
             c.points,
             since=detail.since,
             until=detail.until,
             shares_floor_mcpu=c.finding.shares_floor_mcpu if c.finding else None,
-            quota_ceiling_mcpu=c.finding.quota_ceiling_mcpu if c.finding else None,
+            quota_ceiling_mcpu=figure_ceiling_mcpu,
             target_ratio=target,
             resolution=detail.resolution,
         )
@@ -133,6 +134,8 @@ def pod(request: HttpRequest, cluster: str, namespace: str, pod: str) -> HttpRes
                 "row": c.row,
                 "recommendations": recommendations,
                 "chart_json": charts.figure_json(figure) if c.points else None,
+                "chart_note": charts.lone_point_note(c.points, detail.resolution),
+                "chart_has_ratio": charts.has_quota(c.points, figure_ceiling_mcpu),
             }
         )
     return render(

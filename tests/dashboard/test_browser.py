@@ -7,6 +7,7 @@ artifacts/screenshots/ (kept by CI). Each test is bounded: every wait times out 
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import urllib.request
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import build_cluster
+from tests.builders import PATTERNS, Pattern, build_cluster
 
 from .conftest import PASSWORD
 
@@ -75,6 +76,12 @@ def logged_in_page(browser, site: str, viewport: dict) -> tuple[Any, list[str]]:
 def shoot(page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def shoot_chart(page, name: str) -> None:
+    """The page, and its first chart at full size (a page shot is scaled down to read)."""
+    shoot(page, name)
+    page.locator(".js-plotly-plot").first.screenshot(path=str(SHOTS / f"{name}-chart.png"))
 
 
 def report_pods(page) -> list[str]:
@@ -140,6 +147,7 @@ def test_pages_read_on_a_phone(browser, site: str) -> None:
         ("namespace", "/c/demo/ns/shop/"),
         ("node", "/c/demo/node/demo-node-0/"),
         ("pod", "/c/demo/ns/shop/pod/worker-0/"),
+        ("pod-no-limit", "/c/demo/ns/batch/pod/batch-0/"),
     ):
         page.goto(f"{site}{path}")
         if page.locator("[data-chart]").count():
@@ -155,6 +163,87 @@ def test_pages_read_on_a_phone(browser, site: str) -> None:
     wrap.evaluate("el => { el.scrollLeft = 400; }")
     first_cell = page.locator("#report tbody tr td.sticky-col").first.bounding_box()
     assert first_cell is not None and first_cell["x"] < 20
+    assert errors == []
+
+
+@pytest.fixture()
+def chart_cases(site: str) -> str:
+    """Two more clusters, stored before the browser starts: `edge`, whose `pinned-0` uses exactly its 500m limit,
+    and `fresh`, collected twice a minute apart (one sample interval, so one hourly point)."""
+    pinned = Pattern("pinned", "shop", 500, 500, 500.0, 0.8, 4)
+    build_cluster("edge", per_pattern=1, patterns=(pinned, PATTERNS[2]))  # a cache neighbour brings the floor down
+    build_cluster("fresh", per_pattern=1, minutes=1, patterns=PATTERNS[:1])
+    return site
+
+
+# The drawn chart's panels, legend, axis start and first usage x, read from plotly.js's own layout.
+_CHART_FACTS = r"""el => ({
+    panels: Object.keys(el._fullLayout).filter(k => /^yaxis\d*$/.test(k)).length,
+    legend: el.querySelector(".legend").textContent,
+    titles: Array.from(el.querySelectorAll(".annotation-text")).map(a => a.textContent),
+    x_start_ms: el._fullLayout.xaxis.r2l(el._fullLayout.xaxis.range[0]),
+    first_usage_ms: el.data.find(t => t.name.startsWith("usage")).x[0],
+    markers: el.querySelectorAll(".scatterlayer .trace .points path").length,
+})"""
+
+# Colours along the pixel row where y = 500m in the usage panel, from a screenshot of the chart element.
+_ROW_COLOURS = """async ([png, y_value]) => {
+    const el = document.querySelector(".js-plotly-plot");
+    const xa = el._fullLayout.xaxis, ya = el._fullLayout.yaxis;
+    const row = Math.round(ya._offset + ya.l2p(y_value));
+    const img = new Image();
+    img.src = "data:image/png;base64," + png;
+    await img.decode();
+    const canvas = document.createElement("canvas");
+    canvas.width = img.width;
+    canvas.height = img.height;
+    const ctx = canvas.getContext("2d");
+    ctx.drawImage(img, 0, 0);
+    const left = Math.round(xa._offset + 20), width = Math.round(xa._length - 40);
+    const px = ctx.getImageData(left, row, width, 1).data;
+    const out = [];
+    for (let i = 0; i < px.length; i += 4) out.push([px[i], px[i + 1], px[i + 2]]);
+    return out;
+}"""
+
+
+def chart_facts(page) -> dict[str, Any]:
+    page.wait_for_selector(".js-plotly-plot .main-svg")
+    return page.locator(".js-plotly-plot").first.evaluate(_CHART_FACTS)
+
+
+def test_pod_charts_fit_each_container(chart_cases, browser, site: str) -> None:
+    """Throttled with a limit, without a limit, pinned at its limit, and a lone point: each chart as a user sees it."""
+    page, errors = logged_in_page(browser, site, LAPTOP)
+
+    page.goto(f"{site}/c/demo/ns/shop/pod/api-0/")
+    facts = chart_facts(page)
+    assert facts["panels"] == 3 and "Throttle ratio (% of periods)" in facts["titles"]
+    assert "quota ceiling 500m" in facts["legend"] and "target 10%" in facts["legend"]
+    assert facts["x_start_ms"] == facts["first_usage_ms"]  # 30 minutes of a 1 h window fill the width
+    shoot_chart(page, "pod-chart-throttled-laptop")
+
+    page.goto(f"{site}/c/demo/ns/batch/pod/batch-0/")
+    facts = chart_facts(page)
+    assert facts["panels"] == 2 and "Throttle ratio (% of periods)" not in facts["titles"]
+    assert "throttle ratio" not in facts["legend"] and "target" not in facts["legend"]
+    shoot_chart(page, "pod-chart-no-limit-laptop")
+
+    page.goto(f"{site}/c/edge/ns/shop/pod/pinned-0/")
+    chart_facts(page)
+    png = base64.b64encode(page.locator(".js-plotly-plot").first.screenshot()).decode()
+    row = page.evaluate(_ROW_COLOURS, [png, 500])
+    usage_blue = [(r, g, b) for r, g, b in row if b > r + 60]  # #2356c7 and its antialiased edges
+    ceiling_red = [(r, g, b) for r, g, b in row if r > b + 60]  # #b3261e
+    assert len(usage_blue) == len(row) and not ceiling_red, "the ceiling's dashes cover the usage line"
+    shoot_chart(page, "pod-chart-at-limit-laptop")
+
+    for window, note in (("7d", "One hourly point so far"), ("24h", "One sample interval so far")):
+        page.goto(f"{site}/c/fresh/ns/shop/pod/api-0/?window={window}")
+        facts = chart_facts(page)
+        assert note in page.inner_text(".chart-note")
+        assert facts["markers"] >= 3  # usage, throttle ratio and threads each show their point
+        shoot_chart(page, f"pod-chart-one-point-{window}-laptop")
     assert errors == []
 
 

@@ -7,7 +7,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from apps.dashboard.charts import MAX_POINTS, container_figure, downsample, figure_json, shares_figure
+from apps.dashboard.charts import (
+    MAX_POINTS,
+    MIN_SPAN_S,
+    container_figure,
+    downsample,
+    figure_json,
+    lone_point_note,
+    shares_figure,
+)
 from apps.telemetry.selectors import SeriesPoint
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -96,9 +104,84 @@ def test_the_container_figure_has_reference_lines_across_the_whole_span() -> Non
     assert set(traces["throttle ratio"]["y"]) == {60.0}  # 360 of 600 periods, in percent
 
 
-def test_a_container_without_limit_or_floor_draws_no_reference_lines() -> None:
+def ms(ts: datetime) -> float:
+    return ts.timestamp() * 1000
+
+
+def test_the_time_axis_starts_at_the_first_sample_not_the_window_start() -> None:
+    # 30 minutes of samples in a 1 h window: the axis and the reference lines span those 30 minutes.
+    points = [point(m, usage=490, periods=600, throttled=360) for m in range(30, 60)]
+    fig = figure_dict(points=points)
+    span = [ms(T0 + timedelta(minutes=30)), ms(T0 + timedelta(hours=1))]
+    assert fig["layout"]["xaxis"]["range"] == span
+    assert {tuple(t["x"]) for t in fig["data"] if t["name"].startswith(("quota", "shares", "target"))} == {tuple(span)}
+
+
+def test_a_lone_point_gets_a_readable_axis_around_it() -> None:
+    # One sample at the window's end would give a zero-width axis; it gets MIN_SPAN_S, with the point inside.
+    fig = figure_dict(points=[point(60)])
+    start, end = fig["layout"]["xaxis"]["range"]
+    assert end - start >= MIN_SPAN_S * 1000 and start < ms(T0 + timedelta(hours=1)) < end
+
+
+def test_the_ceiling_the_floor_and_the_target_differ_in_colour_and_dash() -> None:
+    lines = {t["name"].split(" ")[0]: t["line"] for t in figure_dict()["data"]}
+    ceiling, floor, target = lines["quota"], lines["shares"], lines["target"]
+    assert ceiling["color"] != target["color"] and ceiling["dash"] != target["dash"]
+    assert ceiling["dash"] != floor["dash"]  # the same panel: red and green alone fail colour-blind readers
+
+
+def test_usage_is_drawn_over_the_reference_lines_and_listed_first() -> None:
+    # Plotly draws traces in order: usage last of its panel, so a usage line at the ceiling is not under it.
+    traces = figure_dict(resolution="hourly")["data"]
+    order = [t["name"] for t in traces]
+    usage = order.index("usage (hourly mean)")
+    assert usage > order.index("quota ceiling 500m") and usage > order.index("shares floor 1,385m")
+    assert usage > order.index("usage p95 per hour")
+    assert order.index("throttle ratio") > order.index("target 10%")
+    legend = [t["name"] for t in sorted(traces, key=lambda t: t["legendrank"])]
+    assert legend[:2] == ["usage (hourly mean)", "usage p95 per hour"]
+
+
+def test_a_container_without_a_quota_has_no_throttle_ratio_panel() -> None:
+    # No CPU limit: no CFS quota, no periods counted, no ratio to draw.
+    points = [point(m, periods=None, throttled=None) for m in range(60)]
+    fig = figure_dict(points=points, shares_floor_mcpu=None, quota_ceiling_mcpu=None)
+    assert {t["name"] for t in fig["data"]} == {"usage", "threads"}
+    titles = [a["text"] for a in fig["layout"]["annotations"]]
+    assert titles == ["CPU usage (millicores)", "Threads"]
+    assert "yaxis2" not in fig["layout"]
+    usage, threads = fig["layout"]["yaxis"]["domain"], fig["layout"]["yaxis3"]["domain"]
+    assert threads[1] < usage[0] and usage[1] == 1.0 and threads[0] == 0.0  # the two panels fill the plot
+    assert fig["layout"]["height"] < figure_dict()["layout"]["height"]
+
+
+def test_periods_in_the_series_keep_the_ratio_panel_when_the_ceiling_is_unknown() -> None:
+    # Without a finding there is no ceiling to pass, but counted CFS periods mean there is (or was) a quota.
     names = {t["name"] for t in figure_dict(shares_floor_mcpu=None, quota_ceiling_mcpu=None)["data"]}
     assert names == {"usage", "throttle ratio", "target 10%", "threads"}
+
+
+def test_a_lone_point_is_drawn_as_a_dot_and_said_in_words() -> None:
+    one = [point(0, usage=200, p95=450)]
+    fig = figure_dict(points=one, resolution="hourly")
+    data = {t["name"]: t for t in fig["data"]}
+    for name in ("usage (hourly mean)", "usage p95 per hour", "throttle ratio", "threads"):
+        assert data[name]["mode"] == "markers", name
+    assert data["quota ceiling 500m"]["mode"] == "lines"
+    assert lone_point_note(one, "hourly") == (
+        "One hourly point so far (the hour from 09:00 UTC), shown as a dot: this window charts hourly averages, "
+        "so lines start once a second hour has samples."
+    )
+    assert lone_point_note([point(5)], "raw") == (
+        "One sample interval so far (ending 09:05 UTC), shown as a dot: lines start with the next collection."
+    )
+
+
+def test_two_points_draw_lines_and_need_no_note() -> None:
+    two = [point(0), point(60)]
+    assert {t["mode"] for t in figure_dict(points=two)["data"]} == {"lines"}
+    assert lone_point_note(two, "hourly") is None
 
 
 def test_hourly_figures_add_the_hours_p95() -> None:

@@ -407,6 +407,36 @@ def test_a_pod_without_a_limit_has_no_ceiling_line_and_no_kubectl_for_advice_wit
     assert "lower request" in html
 
 
+def test_pod_page_chart_starts_at_the_first_sample_of_its_window(ops: Client, demo: Cluster) -> None:
+    # The demo holds 30 minutes of samples: in the 1 h window they fill the axis, not its right half.
+    html = ops.get(f"{NS}pod/api-0/").content
+    fig = chart(html, "chart-1")
+    usage = next(t for t in fig["data"] if t["name"] == "usage")
+    assert fig["layout"]["xaxis"]["range"][0] == usage["x"][0]
+    assert b'class="chart-note"' not in html  # 30 points draw lines: nothing to explain
+
+
+def test_a_pod_without_a_limit_has_no_throttle_ratio_panel(ops: Client, demo: Cluster) -> None:
+    html = ops.get("/c/demo/ns/batch/pod/batch-0/").content.decode()
+    fig = chart(html.encode(), "chart-1")
+    assert {t["name"] for t in fig["data"]} == {"usage", "shares floor 10m", "threads"}
+    assert "yaxis2" not in fig["layout"]
+    assert 'aria-label="Usage against floor and ceiling and threads of main"' in html
+
+
+def test_a_pod_with_one_hourly_point_says_so(ops: Client, db: None) -> None:
+    build_cluster("fresh", per_pattern=1, minutes=1)  # two readings a minute apart: one interval, one hour
+    html = ops.get("/c/fresh/ns/shop/pod/api-0/?window=7d").content.decode()
+    note = found(r'<p class="chart-note">(.*?)</p>', html)
+    assert note.startswith("One hourly point so far (the hour from ")
+    # A 7-day window ends on another day than it starts: both ends carry their date.
+    assert re.search(r"window \d\d-\d\d \d\d:\d\d – \d\d-\d\d \d\d:\d\d UTC, charted hourly", html)
+    usage = next(t for t in chart(html.encode(), "chart-1")["data"] if t["name"] == "usage (hourly mean)")
+    assert usage["mode"] == "markers" and len(usage["x"]) == 1
+    html = ops.get("/c/fresh/ns/shop/pod/api-0/?window=24h").content.decode()
+    assert found(r'<p class="chart-note">(.*?)</p>', html).startswith("One sample interval so far")
+
+
 def test_pod_page_on_the_7d_window_reads_hourly_points(ops: Client, demo: Cluster) -> None:
     html = ops.get(f"{NS}pod/api-0/?window=7d").content
     names = {t["name"] for t in chart(html, "chart-1")["data"]}
