@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
-from apps.telemetry.counters import check_counter, counter_delta
+from apps.telemetry.counters import check_counter, counter_delta, throttle_ratio
 from apps.telemetry.readings import CounterReading
 
 MCPU_PER_CPU = 1000.0
@@ -102,13 +102,6 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
         return float(sorted_values[-1])
     fraction = rank - low
     return sorted_values[low] + (sorted_values[low + 1] - sorted_values[low]) * fraction
-
-
-def _ratio(throttled: int, periods: int) -> float | None:
-    if periods <= 0:
-        return None
-    # A throttled count above the period count is inconsistent input (mismatched resets); never report above 1.
-    return min(1.0, throttled / periods)
 
 
 def rows_from_readings(readings: Iterable[CounterReading]) -> list[SampleRow]:
@@ -319,7 +312,7 @@ def summarize_window(
         window_end=window_end,
         periods=sums.periods if sums.have_periods else None,
         throttled_periods=sums.throttled_periods if sums.have_periods else None,
-        throttle_ratio=_ratio(sums.throttled_periods, sums.periods) if sums.have_periods else None,
+        throttle_ratio=throttle_ratio(sums.throttled_periods, sums.periods) if sums.have_periods else None,
         throttled_seconds_per_second=(
             sums.throttled_seconds / sums.throttled_seconds_span if sums.throttled_seconds_span else None
         ),
@@ -348,7 +341,7 @@ def _lifetime_from_totals(
     ratio: float | None = None
     if periods_total is not None and throttled_periods_total is not None:
         periods, throttled = periods_total, throttled_periods_total
-        ratio = _ratio(throttled, periods)
+        ratio = throttle_ratio(throttled, periods)
     return WindowSummary(
         window_start=None,
         window_end=window_end,
@@ -442,7 +435,7 @@ def summarize_rollups(rollups: Iterable[RollupRow], window_start: datetime, wind
         window_end=window_end,
         periods=periods if have_periods else None,
         throttled_periods=throttled_periods if have_periods else None,
-        throttle_ratio=_ratio(throttled_periods, periods) if have_periods else None,
+        throttle_ratio=throttle_ratio(throttled_periods, periods) if have_periods else None,
         throttled_seconds_per_second=throttled_seconds / throttled_span if throttled_span else None,
         usage_avg_mcpu=usage_seconds / usage_span * MCPU_PER_CPU if usage_span else None,
         usage_p95_mcpu=percentile(hourly_p95, 0.95) if hourly_p95 else None,

@@ -16,6 +16,7 @@ from statistics import median
 
 import plotly.graph_objects as go
 
+from apps.telemetry.counters import throttle_ratio
 from apps.telemetry.selectors import SeriesPoint
 
 MAX_POINTS = 288  # a day of one-minute samples in 5-minute buckets
@@ -95,7 +96,7 @@ def _merge(points: Sequence[SeriesPoint]) -> Bucket:
         ts=points[0].ts,
         usage_mcpu=sum(usages) / len(usages) if usages else None,
         usage_peak_mcpu=max(known_peaks) if known_peaks else None,
-        throttle_ratio=throttled / periods if periods else None,
+        throttle_ratio=throttle_ratio(throttled, periods),
         threads=max(threads) if threads else None,
     )
 

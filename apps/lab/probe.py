@@ -63,6 +63,7 @@ from typing import Any
 from apps.lab import cgroups
 from apps.lab.cgroups import DEFAULT_ROOT, PROBE_PREFIX, CgroupError, CpuController
 from apps.lab.workloads import calibrate_work_units, command_line
+from apps.telemetry.counters import throttle_ratio
 from apps.words import plural
 
 VERDICT_SHOWS = "shows slice-expiry throttling"
@@ -307,7 +308,7 @@ def decide(
     fibtest_can_show = stranded_ms >= (1 - FIBTEST_LOW_RATIO) * fibtest_quota_ms
     workloop_can_show = workloop_max_work_ms + stranded_ms > workloop_quota_ms
     ratio = fibtest_cpu_ms / fibtest_expected_ms if fibtest_expected_ms else 0.0
-    throttled_share = fibtest_nr_throttled / fibtest_periods if fibtest_periods else 0.0
+    throttled_share = throttle_ratio(fibtest_nr_throttled, fibtest_periods) or 0.0
     fib_line = (
         f"fibtest got {fibtest_cpu_ms:.0f} of {fibtest_expected_ms:.0f} ms ({ratio:.0%}) "
         f"while throttled in {fibtest_nr_throttled} of {plural(fibtest_periods, 'period')}"

@@ -18,6 +18,16 @@ class BadCounter(ValueError):
     """A counter value that cannot be real: negative, NaN, infinite or absurdly large."""
 
 
+def throttle_ratio(throttled_periods: float | None, periods: float | None) -> float | None:
+    """The throttle ratio, Δnr_throttled / Δnr_periods (docs/domain.md#throttle-ratio): the share of enforcement
+    periods in which the cgroup ran out of quota, in [0, 1]. The one formula for it: windows, charts, series, sources
+    and ingest all call this. None when no period elapsed (the ratio is undefined, not 0) or a count is missing; a
+    throttled count above the period count (inconsistent input, e.g. mismatched resets) is clamped to 1."""
+    if periods is None or throttled_periods is None or periods <= 0:
+        return None
+    return min(1.0, max(0.0, throttled_periods / periods))
+
+
 def check_counter(name: str, value: float | int | None) -> None:
     """Raise BadCounter when a cumulative counter's value cannot be real; None (not reported) is fine."""
     if value is None:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from .counters import throttle_ratio
 from .models import HourlyRollup, Sample
 
 RAW_MAX_HOURS = 48
@@ -63,7 +64,7 @@ def container_series(
                     ts=_aware(ts),
                     usage_mcpu=None if usage_s is None else usage_s / interval_s * 1000.0,
                     usage_p95_mcpu=None,
-                    throttle_ratio=throttled / periods if periods and throttled is not None else None,
+                    throttle_ratio=throttle_ratio(throttled, periods),
                     throttled_seconds_per_second=None if throttled_s is None else throttled_s / interval_s,
                     periods=periods,
                     throttled_periods=throttled,
@@ -98,7 +99,7 @@ def container_series(
                 ts=_aware(hour),
                 usage_mcpu=None if usage_s is None else usage_s / covered * 1000.0,
                 usage_p95_mcpu=p95,
-                throttle_ratio=throttled / periods if periods and throttled is not None else None,
+                throttle_ratio=throttle_ratio(throttled, periods),
                 throttled_seconds_per_second=None if throttled_s is None else throttled_s / covered,
                 periods=periods,
                 throttled_periods=throttled,

@@ -217,3 +217,31 @@ def test_figure_json_cannot_close_the_script_tag_it_sits_in() -> None:
 def test_shares_figure_refuses_inputs_of_different_lengths() -> None:
     with pytest.raises(ValueError, match="differ in length: 2, 1, 1"):
         shares_figure(["a", "b"], [1], [1.0])
+
+
+@pytest.mark.django_db
+def test_a_chart_and_the_report_show_the_same_throttle_ratio_for_the_same_window():
+    """One formula (telemetry.counters.throttle_ratio): the chart's points merged into one bucket give the report's
+    ratio for the hour — clamped to 100 % alike when the counters are inconsistent (more throttled than periods)."""
+    from apps.advisor.models import Finding
+    from apps.advisor.services import refresh_findings
+    from apps.dashboard.selectors import pod_detail
+    from apps.telemetry.models import Sample
+    from tests.builders import build_cluster
+
+    now = datetime(2026, 12, 1, 12, 0, 30, tzinfo=UTC)
+    cluster = build_cluster("same-ratio", minutes=30, step_s=60, now=now)
+
+    def chart_and_report(pod_name: str) -> tuple[float | None, float | None]:
+        pod = cluster.pods.get(name=pod_name)
+        detail = pod_detail(pod, window="1h", now=now)
+        (bucket,) = downsample(detail.containers[0].points, max_points=1)
+        return bucket.throttle_ratio, Finding.objects.get(container__pod=pod, window="1h").throttle_ratio
+
+    chart, report = chart_and_report("api-0")
+    assert report == pytest.approx(0.6) and chart == pytest.approx(report)
+    worker = Sample.objects.filter(container__pod__cluster=cluster, container__pod__name="worker-0")
+    for sample in worker.filter(periods_delta__gt=0):
+        Sample.objects.filter(pk=sample.pk).update(throttled_periods_delta=2 * sample.periods_delta)
+    refresh_findings(cluster, now=now)
+    assert chart_and_report("worker-0") == (1.0, 1.0)

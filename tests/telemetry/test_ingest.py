@@ -146,3 +146,14 @@ def test_the_load_table_is_analysed_once_per_batch_size_not_per_batch():
     assert _needs_analyze(110) is False  # within twice
     assert _needs_analyze(10_000) is True  # a big batch plans differently
     assert _needs_analyze(60) is True
+
+
+@pytest.mark.parametrize(
+    ("throttled", "periods", "ratio"),
+    [(3, 10, 0.3), (0, 10, 0.0), (10, 10, 1.0), (0, 0, None), (5, 0, None), (None, 10, None), (3, None, None),
+     (29, 10, 1.0)],
+)  # fmt: skip
+def test_the_throttle_ratio_is_undefined_without_periods_and_never_above_one(throttled, periods, ratio):
+    from apps.telemetry.counters import throttle_ratio
+
+    assert throttle_ratio(throttled, periods) == ratio

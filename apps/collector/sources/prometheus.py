@@ -63,7 +63,7 @@ from apps.clusters.models import Cluster
 from apps.collector.inventory import container_id_without_runtime, qos_class, workload_of
 from apps.collector.registry import Inventory, NodeRead, SourceUnavailable
 from apps.collector.sources import NodeScrapeError, SourceError
-from apps.telemetry.counters import BadCounter, check_counter
+from apps.telemetry.counters import BadCounter, check_counter, throttle_ratio
 from apps.telemetry.readings import ContainerInfo, CounterReading, NodeInfo, PodInfo
 
 __all__ = [
@@ -671,9 +671,7 @@ class ThrottleFigures:
 
     @property
     def throttle_ratio(self) -> float | None:
-        if not self.periods or self.throttled_periods is None:
-            return None
-        return self.throttled_periods / self.periods
+        return throttle_ratio(self.throttled_periods, self.periods)
 
 
 # --------------------------------------------------------------------------------------------------------- adapter

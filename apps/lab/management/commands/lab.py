@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.lab import services
 from apps.lab.runtime import LabError
+from apps.telemetry.counters import throttle_ratio
 
 EXIT_NOT_POSSIBLE = 3
 
@@ -78,7 +79,8 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"Lab running under {status.root} since {status.started_at:%Y-%m-%d %H:%M:%S} UTC")
         for c in status.containers:
-            ratio = f"{c.nr_throttled / c.nr_periods:.0%}" if c.nr_periods and c.nr_throttled is not None else "—"
+            known = throttle_ratio(c.nr_throttled, c.nr_periods)
+            ratio = "—" if known is None else f"{known:.0%}"
             self.stdout.write(
                 f"  {c.namespace}/{c.pod}/{c.container}: {'running' if c.leader_alive else 'STOPPED'}, "
                 f"{c.tasks} task(s), throttled {ratio} of periods since start"
