@@ -27,8 +27,12 @@ def readme_rows() -> list[tuple[str, str, str, str]]:
     for line in table:
         cells = [c.strip() for c in line.strip("|").split("|")]
         if cells[0]:
-            pod, namespace = re.fullmatch(r"`([^`]+?)(?:…)?` \(([^)]+)\)", cells[0]).groups()
-        container, resources = re.match(r"(\S+): ([^,]+)", cells[1]).groups()
+            named = re.fullmatch(r"`([^`]+?)(?:…)?` \(([^)]+)\)", cells[0])
+            assert named is not None, cells[0]
+            pod, namespace = named.groups()
+        described = re.match(r"(\S+): ([^,]+)", cells[1])
+        assert described is not None, cells[1]
+        container, resources = described.groups()
         assert set(re.findall(r"`([a-z_]+)`", cells[3])) <= KINDS, cells[3]
         rows.append((pod, namespace, container, resources))
     return rows
