@@ -242,6 +242,6 @@ def test_a_chart_and_the_report_show_the_same_throttle_ratio_for_the_same_window
     assert report == pytest.approx(0.6) and chart == pytest.approx(report)
     worker = Sample.objects.filter(container__pod__cluster=cluster, container__pod__name="worker-0")
     for sample in worker.filter(periods_delta__gt=0):
-        Sample.objects.filter(pk=sample.pk).update(throttled_periods_delta=2 * sample.periods_delta)
+        Sample.objects.filter(pk=sample.pk).update(throttled_periods_delta=2 * (sample.periods_delta or 0))
     refresh_findings(cluster, now=now)
     assert chart_and_report("worker-0") == (1.0, 1.0)
