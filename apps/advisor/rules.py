@@ -14,17 +14,10 @@ from typing import Literal
 
 from apps.advisor.cfs import DEFAULT_SLICE_US, quota_shape, stranded_quota
 from apps.advisor.kernel import KernelVerdict
+from apps.advisor.vocabulary import SEVERITY_RANK, THROTTLING_KINDS, Kind, Severity
 from apps.advisor.windows import WindowSummary
 from apps.clusters.kubelet import DEFAULT_PERIOD_US, MILLI_CPU_TO_CPU, quota_us_from_limit_mcpu
 from apps.words import plural
-
-Kind = Literal[
-    "upgrade_kernel", "raise_limit", "use_whole_cores", "cut_threads", "add_threads", "lower_request", "set_request"
-]
-THROTTLING_KINDS: tuple[Kind, ...] = ("upgrade_kernel", "raise_limit", "use_whole_cores", "cut_threads")
-Severity = Literal["info", "warning", "critical"]
-
-_SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -548,7 +541,7 @@ def advise(facts: ContainerFacts, policy: Policy) -> tuple[Recommendation, ...]:
         if recommendation is not None:
             found.append(recommendation)
     if len(found) > 1:
-        found.sort(key=lambda recommendation: _SEVERITY_RANK[recommendation.severity])
+        found.sort(key=lambda recommendation: SEVERITY_RANK[recommendation.severity])
     return tuple(found)
 
 

@@ -92,16 +92,6 @@ RECOMMENDATION_KEYS = (
 
 REPORT_UNUSED = ("container__pod__node__probe",)
 
-RECOMMENDATION_KINDS = (
-    "upgrade_kernel",
-    "raise_limit",
-    "use_whole_cores",
-    "cut_threads",
-    "add_threads",
-    "lower_request",
-    "set_request",
-)
-
 
 def findings(
     cluster: Cluster,

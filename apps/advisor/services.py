@@ -28,10 +28,10 @@ from .cfs import SharesFloor, container_shares_floor, quota_ceiling_mcpu, shares
 from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
 from .rules import ContainerFacts, Policy, Recommendation, advise
+from .vocabulary import NO_SEVERITY_RANK, SEVERITY_RANK
 from .windows import RollupRow, SampleRow, WindowSummary, summarize_rollups, summarize_window
 
 log = logging.getLogger(__name__)
-SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
 _SAMPLE_FIELDS = (
     "container_id",
     "ts",
@@ -533,7 +533,7 @@ def _finding_row(
         (kernel.bug or "") if kernel else "",
         [recommendation_dict(r) for r in recommendations],
         "," + ",".join(r.kind for r in recommendations) + "," if recommendations else "",
-        min((SEVERITY_RANK[r.severity] for r in recommendations), default=9),
+        min((SEVERITY_RANK[r.severity] for r in recommendations), default=NO_SEVERITY_RANK),
         summary.covered_seconds,
         summary.gaps_ignored,
         summary.usage_active_mcpu,

@@ -17,7 +17,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework.request import Request
 
 from apps.advisor.models import Finding, Window
-from apps.advisor.selectors import RECOMMENDATION_KINDS
+from apps.advisor.vocabulary import RECOMMENDATION_KINDS
 
 from .selectors import ORDERINGS
 

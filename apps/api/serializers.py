@@ -17,16 +17,12 @@ from rest_framework import serializers
 
 from apps.advisor.kernel import is_kernel_release, kernel_verdict
 from apps.advisor.models import Window
-from apps.advisor.selectors import RECOMMENDATION_KINDS
+from apps.advisor.vocabulary import BUGS, CONFIDENCES, RECOMMENDATION_KINDS, SEVERITIES, VERDICTS
 from apps.clusters.models import Cluster, Node
 from apps.collector.push import AgentBatch, AgentNode, AgentSample
 from apps.telemetry.counters import MAX_SANE
 
-SEVERITIES = ("info", "warning", "critical")
 QOS_CLASSES = ("Guaranteed", "Burstable", "BestEffort")
-VERDICTS = ("fixed", "affected", "unknown")
-BUGS = ("slice_expiry", "clock_drift")
-CONFIDENCES = ("high", "medium", "low")
 
 
 # --- output fields --------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from django import forms
 from django.http import QueryDict
 
 from apps.advisor.models import Window
-from apps.advisor.selectors import RECOMMENDATION_KINDS
+from apps.advisor.vocabulary import RECOMMENDATION_KINDS
 
 from .selectors import SORT_CHOICES
 

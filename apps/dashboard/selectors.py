@@ -33,12 +33,11 @@ from apps.advisor.selectors import (
     shortfalls,
     window_coverage,
 )
+from apps.advisor.vocabulary import VERDICTS
 from apps.clusters.kubelet import shares_from_request_mcpu
 from apps.clusters.models import Cluster, Container, Node, Pod
 from apps.collector.models import CollectionRun
 from apps.telemetry.selectors import SeriesPoint, container_series
-
-VERDICTS = ("fixed", "affected", "unknown")
 
 # Sortable report columns: the `?sort=` key (a contract field name, `-` for descending) → database fields.
 # Unknown numbers sort last in both directions; pod then container break ties so pages are stable.

@@ -16,8 +16,9 @@ from django.shortcuts import render
 from django.utils.http import content_disposition_header
 
 from apps.advisor.export import recommendations_csv_filename, stream_csv
-from apps.advisor.selectors import RECOMMENDATION_FIELDS, RECOMMENDATION_KINDS, findings, recommendation_rows
+from apps.advisor.selectors import RECOMMENDATION_FIELDS, findings, recommendation_rows
 from apps.advisor.snippets import resource_change
+from apps.advisor.vocabulary import RECOMMENDATION_KINDS
 from apps.words import plural
 
 from . import charts, selectors

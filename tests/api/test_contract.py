@@ -157,3 +157,26 @@ def test_recommendations_csv_by_accept_header(reader, demo):
     assert response.status_code == 200 and response.streaming
     assert b"".join(response.streaming_content).decode().splitlines()[0] == ",".join(CONTRACT_CSV_COLUMNS)
     assert response["Content-Disposition"] == 'attachment; filename="cputune-1h-recommendations.csv"'
+
+
+def test_the_report_row_is_declared_once_and_every_shape_follows_the_declaration(demo):
+    """advisor.selectors declares the report row, its recommendations and the CSV columns; the contract lists them;
+    report_row(), recommendation_rows() and the API serializers are held to the declaration."""
+    from apps.advisor.selectors import (
+        RECOMMENDATION_FIELDS,
+        RECOMMENDATION_KEYS,
+        REPORT_FIELDS,
+        recommendation_rows,
+        report_row,
+    )
+    from apps.api.serializers import RecommendationSerializer, ReportRowSerializer
+
+    assert list(REPORT_FIELDS) == CONTRACT_REPORT_FIELDS
+    assert list(RECOMMENDATION_KEYS) == CONTRACT_RECOMMENDATION_KEYS
+    assert list(RECOMMENDATION_FIELDS) == CONTRACT_CSV_COLUMNS
+    assert list(ReportRowSerializer().fields) == list(REPORT_FIELDS)
+    assert list(RecommendationSerializer().fields) == list(RECOMMENDATION_KEYS)
+    findings = list(Finding.objects.filter(cluster__name="demo", window="1h").select_related("container__pod__node"))
+    assert findings and all(list(report_row(f)) == list(REPORT_FIELDS) for f in findings)
+    rows = list(recommendation_rows(findings))
+    assert rows and all(list(row) == list(RECOMMENDATION_FIELDS) for row in rows)

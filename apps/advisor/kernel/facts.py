@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+# The kernel's own words; apps.advisor.vocabulary gathers them with the advice's (this package imports nothing of
+# the project, so it stays usable on its own).
 Verdict = Literal["fixed", "affected", "unknown"]
 Bug = Literal["slice_expiry", "clock_drift"]
 Confidence = Literal["high", "medium", "low"]
