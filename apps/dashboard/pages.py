@@ -1,0 +1,220 @@
+"""Page builders: for each page, everything its template shows, from the URL's names and the parsed query.
+
+Views stay one call deep (parse, build, render). Lookups raise Http404 for unknown clusters, namespaces, pods and
+nodes; report rows come from the selectors the API and the CSV use, so a page shows no figure the export does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from django.core.paginator import Paginator
+
+from apps.advisor.selectors import findings, recommendation_rows
+from apps.advisor.snippets import resource_change
+from apps.advisor.vocabulary import RECOMMENDATION_KINDS
+from apps.words import plural
+
+from . import charts, selectors
+from .templatetags.report_tags import above_limit
+
+PAGE_SIZE = 100
+MAX_SHARE_BARS = 20  # pods drawn in the node's shares chart; the rest are summed into one bar
+FILTERS = ("kind", "min_throttle_ratio", "node", "workload")
+
+
+def overview_page() -> dict[str, Any]:
+    return {"o": selectors.overview()}
+
+
+def cluster_page(cluster: str, window: str) -> dict[str, Any]:
+    obj = selectors.get_cluster(cluster)
+    return {"page": selectors.cluster_page(obj, window=window), "cluster": obj, "window": window}
+
+
+def namespace_page(cluster: str, namespace: str, q: dict[str, Any], csv_query: str) -> dict[str, Any]:
+    """The namespace report: summary tiles, the window's status, one page of rows, the filter choices."""
+    obj = selectors.get_cluster(cluster)
+    summary = selectors.namespace_summary(obj, namespace, q["window"])
+    if not summary.containers:
+        selectors.require_namespace(obj, namespace)  # only asked when there is nothing to show
+    page = Paginator(report_queryset(obj, namespace, q), PAGE_SIZE).get_page(q["page"] or 1)  # past the end: the last
+    nodes, workloads = selectors.namespace_choices(obj, namespace)
+    lines = selectors.report_lines(list(page.object_list))
+    return {
+        "cluster": obj,
+        "namespace": namespace,
+        "q": q,
+        "window": q["window"],
+        "summary": summary,
+        # No finding in the namespace: whether the window was computed at all is the cluster's to say.
+        "status": selectors.window_status(obj, q["window"], coverage=summary.coverage if summary.containers else None),
+        "page": page,
+        "lines": lines,
+        "any_above_limit": any(above_limit(line.row) for line in lines),
+        "target": selectors.throttle_target(),
+        "kinds": RECOMMENDATION_KINDS,
+        "nodes": nodes,
+        "workloads": workloads,
+        "filtered": any(q[k] not in (None, "") for k in FILTERS),
+        "csv_query": csv_query,
+    }
+
+
+def pod_page(cluster: str, namespace: str, pod: str, window: str) -> dict[str, Any]:
+    """Each container's figures, chart, recommendations with the change that applies them, and explanation."""
+    obj = selectors.get_cluster(cluster)
+    pod_obj = selectors.get_pod(obj, namespace, pod)
+    detail = selectors.pod_detail(pod_obj, window=window)
+    target = selectors.throttle_target()
+    containers = []
+    for c in detail.containers:
+        ceiling_mcpu = c.finding.quota_ceiling_mcpu if c.finding else None
+        figure = charts.container_figure(
+            c.points,
+            since=detail.since,
+            until=detail.until,
+            shares_floor_mcpu=c.finding.shares_floor_mcpu if c.finding else None,
+            quota_ceiling_mcpu=ceiling_mcpu,
+            target_ratio=target,
+            resolution=detail.resolution,
+        )
+        recommendations = [
+            {
+                **rec,
+                "change": resource_change(
+                    namespace=namespace,
+                    pod=pod_obj.name,
+                    container=c.container.name,
+                    workload_kind=pod_obj.workload_kind,
+                    workload_name=pod_obj.workload_name,
+                    request_mcpu=rec.get("suggested_request_mcpu"),
+                    limit_mcpu=rec.get("suggested_limit_mcpu"),
+                ),
+            }
+            for rec in (c.finding.recommendations if c.finding else [])
+        ]
+        containers.append(
+            {
+                "detail": c,
+                "row": c.row,
+                "recommendations": recommendations,
+                "chart_json": charts.figure_json(figure) if c.points else None,
+                "chart_note": charts.lone_point_note(c.points, detail.resolution),
+                "chart_has_ratio": charts.has_quota(c.points, ceiling_mcpu),
+            }
+        )
+    return {
+        "cluster": obj,
+        "namespace": namespace,
+        "pod": pod_obj,
+        "detail": detail,
+        "containers": containers,
+        "window": window,
+        "target": target,
+    }
+
+
+def node_page(cluster: str, node: str, window: str) -> dict[str, Any]:
+    """The node's verdict, its share holders as a chart (the largest MAX_SHARE_BARS, the rest summed), its
+    throttled containers and what the kernel probe measured."""
+    obj = selectors.get_cluster(cluster)
+    node_obj = selectors.get_node(obj, node)
+    page = selectors.node_page(node_obj, window=window)
+    shown = page.holders[:MAX_SHARE_BARS]
+    labels = [f"{h.namespace}/{h.pod}" for h in shown]
+    requests = [h.request_mcpu for h in shown]
+    fractions = [h.fraction for h in shown]
+    rest = page.holders[MAX_SHARE_BARS:]
+    if rest:
+        labels.append(f"{plural(len(rest), 'other pod')}")
+        requests.append(sum(h.request_mcpu or 0 for h in rest))
+        fractions.append(sum(h.fraction for h in rest))
+    probe = node_obj.probe if isinstance(node_obj.probe, dict) else None
+    return {
+        "cluster": obj,
+        "node": node_obj,
+        "page": page,
+        "window": window,
+        "target": page.target,
+        "chart_json": charts.figure_json(charts.shares_figure(labels, requests, fractions)) if shown else None,
+        "probe": probe,
+        "probe_figures": _probe_figures(probe) if probe else [],
+    }
+
+
+def namespace_recommendations(cluster: str, namespace: str, q: dict[str, Any]) -> tuple[str, Iterator[dict[str, Any]]]:
+    """The cluster's name and the namespace's recommendation rows, filtered and sorted as its report is."""
+    obj = selectors.get_cluster(cluster)
+    selectors.require_namespace(obj, namespace)
+    rows = report_queryset(obj, namespace, q).iterator(chunk_size=500)
+    return obj.name, _only_kind(recommendation_rows(rows), q["kind"])
+
+
+def cluster_recommendations(cluster: str, q: dict[str, Any]) -> tuple[str, Iterator[dict[str, Any]]]:
+    """The cluster's name and its recommendation rows across namespaces, filtered."""
+    obj = selectors.get_cluster(cluster)
+    rows = findings(
+        obj,
+        window=q["window"],
+        kind=q["kind"] or None,
+        min_throttle_ratio=q["min_throttle_ratio"],
+        node=q["node"] or None,
+        workload=q["workload"] or None,
+    )
+    return obj.name, _only_kind(recommendation_rows(rows.iterator(chunk_size=500)), q["kind"])
+
+
+def report_queryset(obj: Any, namespace: str, q: dict[str, Any]) -> Any:
+    return selectors.report_queryset(
+        obj,
+        namespace,
+        window=q["window"],
+        sort=q["sort"],
+        kind=q["kind"] or None,
+        min_throttle_ratio=q["min_throttle_ratio"],
+        node=q["node"] or None,
+        workload=q["workload"] or None,
+    )
+
+
+def _only_kind(rows: Iterable[dict[str, Any]], kind: str) -> Iterator[dict[str, Any]]:
+    """With a kind filter, only that kind's rows: a container matched by it may also carry other advice."""
+    return (r for r in rows if not kind or r["kind"] == kind)
+
+
+# The probe's headline figures, in reading order: (key in Node.probe, label, unit).
+PROBE_FIGURES = (
+    ("kernel_release", "kernel", ""),
+    ("cpus", "CPUs", ""),
+    ("cgroup_version", "cgroup version", ""),
+    ("fibtest_cpu_ms", "fibtest CPU obtained", "ms"),
+    ("fibtest_expected_cpu_ms", "fibtest CPU the quota allows", "ms"),
+    ("fibtest_cpu_ratio", "obtained / allowed", "ratio"),
+    ("fibtest_nr_throttled", "fibtest throttled periods", ""),
+    ("fibtest_periods", "fibtest periods", ""),
+    ("workloop_wall_p50_ms", "work loop p50", "ms"),
+    ("workloop_wall_p99_ms", "work loop p99", "ms"),
+    ("workloop_wall_max_ms", "work loop max", "ms"),
+    ("workloop_throttled_iterations", "work loop iterations ≥ 50 ms", ""),
+    ("workloop_iterations", "work loop iterations", ""),
+    ("max_stranded_ms_per_period", "most quota the bug can strand per period here", "ms"),
+)
+
+
+def _probe_figures(probe: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, formatted value) for the headline figures the probe recorded; missing keys are left out."""
+    out = []
+    for key, label, unit in PROBE_FIGURES:
+        value = probe.get(key)
+        if value is None:
+            continue
+        if unit == "ratio" and isinstance(value, int | float):
+            text = f"{value:.0%}"
+        elif isinstance(value, float):
+            text = f"{value:,.1f}"
+        else:
+            text = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+        out.append((label, f"{text} {unit}" if unit and unit != "ratio" else text))
+    return out
