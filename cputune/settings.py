@@ -81,7 +81,14 @@ def database_from_url(url: str) -> dict[str, Any]:
     if scheme == "sqlite":
         config["CONN_MAX_AGE"] = 0
         # WAL lets the web process read while the worker writes; a busy timeout instead of "database is locked".
-        config["OPTIONS"] = {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        # IMMEDIATE transactions take the write lock when they begin, so the timeout applies: a deferred one that
+        # read first and wrote after another process's commit failed at once ("database is locked") — seen with
+        # `collect --once` run beside make run's worker.
+        config["OPTIONS"] = {
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+        }
     return config
 
 

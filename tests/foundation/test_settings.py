@@ -114,3 +114,37 @@ def test_a_production_server_started_before_collectstatic_serves_its_pages_and_t
     )
     status, href, served = result.stdout.split()
     assert (status, served) == ("200", "True") and re.search(r"\.[0-9a-f]{12}\.css$", href), result.stdout
+
+
+WRITER = """
+import sys, time, django
+django.setup()
+from django.db import connection, transaction
+with connection.cursor() as c:
+    c.execute("CREATE TABLE IF NOT EXISTS writers (n INTEGER)")
+if sys.argv[1] == "reads-first":
+    with transaction.atomic(), connection.cursor() as c:
+        c.execute("SELECT count(*) FROM writers")
+        time.sleep(1.5)
+        c.execute("INSERT INTO writers VALUES (1)")
+else:
+    time.sleep(0.5)
+    with transaction.atomic(), connection.cursor() as c:
+        c.execute("INSERT INTO writers VALUES (2)")
+print("stored")
+"""
+
+
+def test_two_processes_writing_the_default_sqlite_file_wait_for_each_other_instead_of_failing(tmp_path):
+    """make run's worker and a `collect --once` in another terminal write one SQLite file: a transaction that read
+    before the other's commit and writes after it must wait its turn, not fail with "database is locked"."""
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "DEBUG", "SECRET_KEY", "REDIS_URL"}}
+    env.update({"DJANGO_SETTINGS_MODULE": "cputune.settings", "CPUTUNE_DATA_DIR": str(tmp_path), "DEBUG": "1"})
+    subprocess.run([sys.executable, "-c", WRITER, "setup"], cwd=ROOT, env=env, check=True, timeout=60)
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, role], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for role in ("reads-first", "writes-meanwhile")
+    ]  # fmt: skip
+    outcomes = [p.communicate(timeout=60) for p in procs]
+    assert [out.strip() for out, _ in outcomes] == ["stored", "stored"], [err[-500:] for _, err in outcomes]
