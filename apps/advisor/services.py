@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 import psycopg
 from django.conf import settings
@@ -218,7 +219,7 @@ _NODE_FIELDS = (
 
 def _static_facts(cluster: Cluster, since: datetime, part: RefreshPart | None = None) -> Iterator[dict[int, _Static]]:
     """Containers of pods seen since `since` (on the part's nodes), CHUNK at a time, with their node, shares floor
-    and ceiling."""
+    and ceiling. One pass over the rows, long because each row needs the per-node sums built above it."""
     node_rows = Node.objects.filter(cluster=cluster)
     on_nodes = Container.objects.filter(pod__cluster=cluster, pod__node__isnull=False)
     seen = Container.objects.filter(pod__cluster=cluster, pod__last_seen__gte=since)
@@ -404,46 +405,50 @@ def _latest_sample_rows(ids: list[int], before: datetime) -> list[tuple]:
     return _fetch(sql, [*params, before])
 
 
-# The columns _finding_row fills, in its order: every Finding column but the id.
-FINDING_COLUMNS = (
-    "container_id",
-    "cluster_id",
-    "namespace",
-    "window",
-    "computed_at",
-    "window_start",
-    "window_end",
-    "lifetime",
-    "node_cpus",
-    "shares",
-    "shares_floor_mcpu",
-    "quota_ceiling_mcpu",
-    "period_us",
-    "usage_avg_mcpu",
-    "usage_p95_mcpu",
-    "usage_max_mcpu",
-    "throttle_ratio",
-    "throttled_seconds_per_second",
-    "periods",
-    "throttled_periods",
-    "threads",
-    "samples",
-    "kernel_version",
-    "kernel_verdict",
-    "kernel_bug",
-    "recommendations",
-    "kinds",
-    "severity_rank",
-    "covered_seconds",
-    "gaps_ignored",
-    "usage_active_mcpu",
-    "node_total_shares",
-)
+class FindingRow(NamedTuple):
+    """One finding as the refresh writes it: every Finding column but the id, in this order (COPY and the upsert
+    take the fields as columns)."""
+
+    container_id: int
+    cluster_id: int
+    namespace: str
+    window: str
+    computed_at: datetime
+    window_start: datetime | None
+    window_end: datetime
+    lifetime: bool
+    node_cpus: float | None
+    shares: int | None
+    shares_floor_mcpu: int | None
+    quota_ceiling_mcpu: int | None
+    period_us: int | None
+    usage_avg_mcpu: float | None
+    usage_p95_mcpu: float | None
+    usage_max_mcpu: float | None
+    throttle_ratio: float | None
+    throttled_seconds_per_second: float | None
+    periods: int | None
+    throttled_periods: int | None
+    threads: int | None
+    samples: int
+    kernel_version: str
+    kernel_verdict: str
+    kernel_bug: str
+    recommendations: list[dict[str, object]]
+    kinds: str
+    severity_rank: int
+    covered_seconds: float | None
+    gaps_ignored: int
+    usage_active_mcpu: float | None
+    node_total_shares: int | None
+
+
+FINDING_COLUMNS = FindingRow._fields
 _JSON_COLUMNS = frozenset({"recommendations"})
 
 
-def _write_findings(rows: list[tuple]) -> None:
-    """Insert or replace findings by (container, window); rows are tuples in FINDING_COLUMNS order. Parts of two
+def _write_findings(rows: list[FindingRow]) -> None:
+    """Insert or replace findings by (container, window); rows are FindingRows. Parts of two
     refreshes may overlap on a busy queue: on every database the older never overwrites the newer.
 
     PostgreSQL: COPY into a temporary table and one INSERT … ON CONFLICT DO UPDATE — bulk_create's VALUES list of
@@ -501,43 +506,43 @@ def _finding_row(
     static: _Static,
     facts: ContainerFacts,
     recommendations: tuple[Recommendation, ...],
-) -> tuple:
-    """One finding as a row in FINDING_COLUMNS order."""
+) -> FindingRow:
+    """One finding as a row: FindingRow's fields, each named where it is filled."""
     summary = facts.window
     kernel = facts.kernel
-    return (
-        static.container_id,
-        cluster_id,
-        static.namespace,
-        window,
-        now,
-        summary.window_start,
-        summary.window_end,
-        summary.lifetime,
-        static.node_cpus,
-        static.shares,
-        facts.shares_floor_mcpu,
-        static.quota_ceiling_mcpu,
-        facts.period_us if static.quota_ceiling_mcpu is not None else static.stored_period_us,
-        summary.usage_avg_mcpu,
-        summary.usage_p95_mcpu,
-        summary.usage_max_mcpu,
-        summary.throttle_ratio,
-        summary.throttled_seconds_per_second,
-        summary.periods,
-        summary.throttled_periods,
-        summary.threads_max,
-        summary.samples,
-        static.kernel_version,
-        kernel.verdict if kernel else "",
-        (kernel.bug or "") if kernel else "",
-        [recommendation_dict(r) for r in recommendations],
-        "," + ",".join(r.kind for r in recommendations) + "," if recommendations else "",
-        min((SEVERITY_RANK[r.severity] for r in recommendations), default=NO_SEVERITY_RANK),
-        summary.covered_seconds,
-        summary.gaps_ignored,
-        summary.usage_active_mcpu,
-        facts.node_total_shares,
+    return FindingRow(
+        container_id=static.container_id,
+        cluster_id=cluster_id,
+        namespace=static.namespace,
+        window=window,
+        computed_at=now,
+        window_start=summary.window_start,
+        window_end=summary.window_end,
+        lifetime=summary.lifetime,
+        node_cpus=static.node_cpus,
+        shares=static.shares,
+        shares_floor_mcpu=facts.shares_floor_mcpu,
+        quota_ceiling_mcpu=static.quota_ceiling_mcpu,
+        period_us=facts.period_us if static.quota_ceiling_mcpu is not None else static.stored_period_us,
+        usage_avg_mcpu=summary.usage_avg_mcpu,
+        usage_p95_mcpu=summary.usage_p95_mcpu,
+        usage_max_mcpu=summary.usage_max_mcpu,
+        throttle_ratio=summary.throttle_ratio,
+        throttled_seconds_per_second=summary.throttled_seconds_per_second,
+        periods=summary.periods,
+        throttled_periods=summary.throttled_periods,
+        threads=summary.threads_max,
+        samples=summary.samples,
+        kernel_version=static.kernel_version,
+        kernel_verdict=kernel.verdict if kernel else "",
+        kernel_bug=(kernel.bug or "") if kernel else "",
+        recommendations=[recommendation_dict(r) for r in recommendations],
+        kinds="," + ",".join(r.kind for r in recommendations) + "," if recommendations else "",
+        severity_rank=min((SEVERITY_RANK[r.severity] for r in recommendations), default=NO_SEVERITY_RANK),
+        covered_seconds=summary.covered_seconds,
+        gaps_ignored=summary.gaps_ignored,
+        usage_active_mcpu=summary.usage_active_mcpu,
+        node_total_shares=facts.node_total_shares,
     )
 
 
