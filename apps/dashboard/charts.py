@@ -247,6 +247,11 @@ def container_figure(
             **_dot(lone, "threads"),
         )
     )
+    return go.Figure(data=traces, layout=_panel_layout(span, with_ratio))
+
+
+def _panel_layout(span: list[int], with_ratio: bool) -> dict:
+    """The stacked panels' layout: one date axis over `span`, a y axis and a title per panel."""
     panels = _PANELS if with_ratio else _PANELS_WITHOUT_RATIO
     layout: dict = {
         "template": go.layout.Template(),
@@ -281,7 +286,7 @@ def container_figure(
                 "font": {"size": 12, "color": "#5b6475"},
             }
         )
-    return go.Figure(data=traces, layout=layout)
+    return layout
 
 
 def _dot(lone: bool, key: str) -> dict:

@@ -16,7 +16,7 @@ from apps.advisor.snippets import resource_change
 from apps.advisor.vocabulary import RECOMMENDATION_KINDS
 from apps.words import plural
 
-from . import charts, selectors
+from . import charts, nodes, selectors
 from .templatetags.report_tags import above_limit
 
 PAGE_SIZE = 100
@@ -121,7 +121,7 @@ def node_page(cluster: str, node: str, window: str) -> dict[str, Any]:
     throttled containers and what the kernel probe measured."""
     obj = selectors.get_cluster(cluster)
     node_obj = selectors.get_node(obj, node)
-    page = selectors.node_page(node_obj, window=window)
+    page = nodes.node_page(node_obj, window=window)
     shown = page.holders[:MAX_SHARE_BARS]
     labels = [f"{h.namespace}/{h.pod}" for h in shown]
     requests = [h.request_mcpu for h in shown]

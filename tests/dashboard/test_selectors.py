@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from apps.clusters.models import Cluster, Node
-from apps.dashboard import selectors
+from apps.dashboard import nodes, selectors
 from apps.telemetry.readings import Batch, ContainerInfo, NodeInfo, PodInfo
 from apps.telemetry.services import ingest
 
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_share_holders_split_allocatable_cpu_by_shares(demo: Cluster) -> None:
-    holders = selectors.share_holders(Node.objects.get(name="demo-node-0"))
+    holders = nodes.share_holders(Node.objects.get(name="demo-node-0"))
     by_pod = {h.pod: h for h in holders}
     # Shares: cache 2000m → 2048, web 500m → 512, api 250m → 256, worker 100m → 102, batch none → 2; Σ 2,920.
     assert [h.pod for h in holders] == ["cache-0", "web-0", "api-0", "worker-0", "batch-0"]
@@ -30,7 +30,7 @@ def test_share_holders_sum_a_pods_containers_and_need_allocatable_for_floors(db:
         ContainerInfo(name="a", request_mcpu=300), ContainerInfo(name="b", request_mcpu=200), ContainerInfo(name="c"),
     ))  # fmt: skip
     ingest(cluster, Batch(nodes=[NodeInfo(name="n1")], pods=[pod]), now=timezone.now())
-    (holder,) = selectors.share_holders(Node.objects.get(cluster=cluster, name="n1"))
+    (holder,) = nodes.share_holders(Node.objects.get(cluster=cluster, name="n1"))
     assert holder.request_mcpu == 500 and holder.shares == 512
     assert holder.floor_mcpu is None  # the node reported no CPU: no floor to compute
 
@@ -101,3 +101,29 @@ def test_the_namespace_summary_carries_the_windows_coverage(demo: Cluster) -> No
     summary = selectors.namespace_summary(demo, "shop", "24h")
     assert summary.coverage == window_coverage(demo, "24h", namespace="shop")
     assert 0 < summary.coverage.covered_minutes <= 30 and summary.coverage.partial and not summary.worst_lifetime
+
+
+def test_share_holders_take_linear_work_in_the_pods_of_a_node(db: None, monkeypatch) -> None:
+    """A node page's share holders convert each pod's request to shares once: a node with 15,000 pods spent two
+    minutes here when every pod's neighbours were converted again (quadratic)."""
+    from apps.advisor import cfs
+
+    cluster = Cluster.objects.create(name="crowded")
+    pods = [PodInfo(namespace="ns", name=f"p{i}", node="n1", containers=(ContainerInfo(name="c", request_mcpu=10 + i),))
+            for i in range(400)]  # fmt: skip
+    node = NodeInfo(name="n1", capacity_mcpu=64_000, allocatable_mcpu=63_000)
+    ingest(cluster, Batch(nodes=[node], pods=pods), now=timezone.now())
+    calls = 0
+    convert = nodes.shares_from_request_mcpu
+
+    def counted(request_mcpu):
+        nonlocal calls
+        calls += 1
+        return convert(request_mcpu)
+
+    monkeypatch.setattr(nodes, "shares_from_request_mcpu", counted)
+    monkeypatch.setattr(cfs, "shares_from_request_mcpu", counted)
+    holders = nodes.share_holders(Node.objects.get(cluster=cluster, name="n1"))
+    assert len(holders) == 400 and calls <= 2 * 400
+    assert sum(h.floor_mcpu or 0 for h in holders) <= 63_000
+    assert holders[0].floor_mcpu == 63_000 * holders[0].shares // sum(h.shares for h in holders)
