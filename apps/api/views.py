@@ -32,6 +32,7 @@ from apps.collector.push import PushRejected, ingest_agent_batch
 
 from . import chatops, selectors
 from .filters import ContainerFilter, RecommendationFilter, SelectorFilterBackend
+from .ingest_serializers import AgentPayloadSerializer, PushResultSerializer
 from .metrics import CputuneCollector
 from .models import ApiToken
 from .pagination import Pagination
@@ -47,7 +48,6 @@ from .renderers import (
 )
 from .schema import ApiSchema, IngestSchema
 from .serializers import (
-    AgentPayloadSerializer,
     ClusterSerializer,
     KernelCheckQuerySerializer,
     KernelVerdictSerializer,
@@ -55,7 +55,6 @@ from .serializers import (
     NamespaceSummarySerializer,
     NodeSerializer,
     PodSeriesSerializer,
-    PushResultSerializer,
     RecommendationRowSerializer,
     ReportRowSerializer,
     SeriesQuerySerializer,

@@ -1,0 +1,246 @@
+"""What a node agent may push to POST /api/v1/ingest/: every field bounded and typed, so hostile or broken input is
+refused with a message instead of stored."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.utils import timezone
+from rest_framework import serializers
+
+from apps.collector.push import AgentBatch, AgentNode, AgentSample
+from apps.telemetry.counters import MAX_SANE
+
+from .serializers import QOS_CLASSES, Iso8601Field
+
+# --- agent ingest ---------------------------------------------------------------------------------------------------
+
+MAX_CONTAINERS_PER_BATCH = 5000  # 110 pods per node by default; a few hundred pods with sidecars still fit
+MAX_AGENT_ERRORS = 5000
+MAX_CLOCK_SKEW = timedelta(minutes=5)
+MAX_COUNTER = int(MAX_SANE)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer only: no strings, booleans or floats (the agent never sends them; coercing hides bugs)."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    """A finite JSON number (integer or float) only: no strings, booleans, NaN or infinities."""
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        if isinstance(data, float) and not math.isfinite(data):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string only (DRF's CharField would turn 5 into "5")."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+def _counter(name: str, maximum: int = MAX_COUNTER, minimum: int = 0) -> StrictIntegerField:
+    message = f"{name} must be a whole number from {minimum} to {maximum}, or null."
+    return StrictIntegerField(
+        allow_null=True,
+        min_value=minimum,
+        max_value=maximum,
+        error_messages={"invalid": message, "min_value": message, "max_value": message, "max_string_length": message},
+    )
+
+
+def _seconds(name: str) -> StrictFloatField:
+    message = f"{name} must be a finite number of seconds from 0 to 2**53, or null."
+    return StrictFloatField(
+        allow_null=True,
+        min_value=0,
+        max_value=MAX_SANE,
+        error_messages={"invalid": message, "min_value": message, "max_value": message, "max_string_length": message},
+    )
+
+
+def _text(
+    name: str, max_length: int, *, allow_blank: bool = True, pattern: tuple[str, str] | None = None
+) -> StrictCharField:
+    """A string field; `pattern` is (regex, what the string must be) for the error message."""
+    message = f"{name} must be a string of at most {max_length} characters."
+    # Validators go in as an argument: DRF re-creates declared fields from their arguments for every serializer.
+    validators = [RegexValidator(pattern[0], message=f"{name} must be {pattern[1]}.")] if pattern else []
+    return StrictCharField(
+        max_length=max_length,
+        allow_blank=allow_blank,
+        trim_whitespace=False,
+        validators=validators,
+        error_messages={"invalid": message, "max_length": message, "blank": f"{name} must not be empty."},
+    )
+
+
+class AgentNodeSerializer(serializers.Serializer):
+    # DNS subdomain: what Kubernetes allows for node names.
+    name = _text(
+        "node.name",
+        253,
+        allow_blank=False,
+        pattern=(
+            r"\A[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z",
+            "a Kubernetes node name: lowercase letters, digits, '-' and '.'",
+        ),
+    )
+    kernel_version = _text("node.kernel_version", 200)
+    capacity_mcpu = _counter("node.capacity_mcpu", maximum=100_000_000, minimum=1)
+    cfs_slice_us = _counter("node.cfs_slice_us", maximum=1_000_000, minimum=1)
+    cpufreq_governor = _text("node.cpufreq_governor", 32)
+
+
+class AgentContainerSerializer(serializers.Serializer):
+    pod_uid = _text(
+        "pod_uid", 64, allow_blank=False, pattern=(r"\A[0-9a-fA-F-]+\Z", "a pod uid (hex digits and dashes)")
+    )
+    container_id = _text(
+        "container_id", 128, pattern=(r"\A[0-9a-f]*\Z", "a runtime container id (hex digits) or empty")
+    )
+    qos_class = serializers.ChoiceField(
+        choices=["", *QOS_CLASSES],
+        allow_blank=True,
+        error_messages={"invalid_choice": f"qos_class must be one of {', '.join(QOS_CLASSES)} or empty."},
+    )
+    periods_total = _counter("periods_total")
+    throttled_periods_total = _counter("throttled_periods_total")
+    throttled_seconds_total = _seconds("throttled_seconds_total")
+    usage_seconds_total = _seconds("usage_seconds_total")
+    threads = _counter("threads", maximum=4_194_304)  # the kernel's pid_max limit
+    quota_us = _counter("quota_us", minimum=1)
+    period_us = _counter("period_us", maximum=1_000_000, minimum=1_000)  # the kernel accepts 1 ms to 1 s
+    shares = _counter("shares", maximum=262_144, minimum=2)
+    weight = _counter("weight", maximum=10_000, minimum=1)
+    bursts_total = _counter("bursts_total")
+    burst_seconds_total = _seconds("burst_seconds_total")
+    psi_some_total_seconds = _seconds("psi_some_total_seconds")
+    psi_full_total_seconds = _seconds("psi_full_total_seconds")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        periods, throttled = attrs.get("periods_total"), attrs.get("throttled_periods_total")
+        if periods is not None and throttled is not None and throttled > periods:
+            raise serializers.ValidationError(
+                {
+                    "throttled_periods_total": [
+                        f"throttled_periods_total {throttled} is more than periods_total {periods}."
+                    ]
+                }
+            )
+        return attrs
+
+
+class AgentPayloadSerializer(serializers.Serializer):
+    """The node agent's push, as documented in apps/collector/agent.py. Unknown keys are ignored (newer agents)."""
+
+    agent_version = _text("agent_version", 16, allow_blank=False)
+    node = AgentNodeSerializer()
+    cgroup_version = StrictIntegerField(
+        min_value=1,
+        max_value=2,
+        error_messages={m: "cgroup_version must be 1 or 2." for m in ("invalid", "min_value", "max_value")},
+    )
+    collected_at = Iso8601Field(
+        "collected_at", require_offset=True, help_text="ISO 8601 with a UTC offset, e.g. 2025-05-01T12:00:00.123+00:00."
+    )
+    containers: serializers.ListSerializer = serializers.ListSerializer(
+        child=AgentContainerSerializer(),
+        max_length=MAX_CONTAINERS_PER_BATCH,
+        error_messages={"max_length": f"containers holds at most {MAX_CONTAINERS_PER_BATCH} cgroups per batch."},
+    )
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        # Declared here, not as a class attribute: a field named `errors` would shadow Serializer.errors for readers
+        # (DRF's metaclass removes declared fields from the class, so only the name clash is avoided).
+        fields["errors"] = serializers.ListField(
+            child=_text("errors[]", 4096),
+            max_length=MAX_AGENT_ERRORS,
+            required=False,
+            default=list,
+            error_messages={"max_length": f"errors holds at most {MAX_AGENT_ERRORS} lines."},
+        )
+        return fields
+
+    def validate_collected_at(self, value: datetime) -> datetime:
+        # A reading from the future would become the series head and turn every later reading into a "duplicate".
+        now = timezone.now()
+        if value > now + MAX_CLOCK_SKEW:
+            raise serializers.ValidationError(
+                f"collected_at {value.isoformat()} is in the future (server time {now.isoformat(timespec='seconds')}): "
+                "check the node's clock."
+            )
+        oldest = now - timedelta(days=settings.CPUTUNE_RETENTION_RAW_DAYS)
+        if value < oldest:
+            raise serializers.ValidationError(
+                f"collected_at {value.isoformat()} is older than the {settings.CPUTUNE_RETENTION_RAW_DAYS}-day "
+                "retention of raw samples: check the node's clock."
+            )
+        return value
+
+    def to_batch(self) -> AgentBatch:
+        """The validated payload as the push service's plain values (call after is_valid())."""
+        data = self.validated_data
+        node = data["node"]
+        return AgentBatch(
+            node=AgentNode(
+                name=node["name"],
+                kernel_version=node["kernel_version"],
+                capacity_mcpu=node["capacity_mcpu"],
+                cfs_slice_us=node["cfs_slice_us"],
+                cpufreq_governor=node["cpufreq_governor"],
+            ),
+            collected_at=data["collected_at"],
+            samples=tuple(
+                AgentSample(
+                    pod_uid=c["pod_uid"].lower(),
+                    container_id=c["container_id"],
+                    qos_class=c["qos_class"],
+                    periods_total=c["periods_total"],
+                    throttled_periods_total=c["throttled_periods_total"],
+                    throttled_seconds_total=c["throttled_seconds_total"],
+                    usage_seconds_total=c["usage_seconds_total"],
+                    threads=c["threads"],
+                    quota_us=c["quota_us"],
+                    period_us=c["period_us"],
+                )
+                for c in data["containers"]
+            ),
+            errors=tuple(data.get("errors", ())),
+            cgroup_version=data["cgroup_version"],
+            agent_version=data["agent_version"],
+        )
+
+
+class UnmatchedSerializer(serializers.Serializer):
+    pod_uid = serializers.CharField()
+    container_id = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class PushResultSerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    node = serializers.CharField()
+    accepted = serializers.IntegerField(help_text="Readings matched to a known container and stored (or duplicates).")
+    samples_written = serializers.IntegerField()
+    duplicates = serializers.IntegerField(help_text="Readings at or before the container's last stored instant.")
+    pod_level = serializers.IntegerField(help_text="Pod-level cgroups: counted, not stored.")
+    sandboxes = serializers.IntegerField(help_text="Pod sandbox (pause) cgroups: counted, not stored.")
+    unknown = UnmatchedSerializer(many=True, help_text="Cgroups that match no known container, with the reason.")
+    problems = serializers.ListField(child=serializers.CharField())
