@@ -372,7 +372,8 @@ def run_probe(
     priority_shares: int = 10_240,
     controller: CpuController | None = None,
 ) -> ProbeResult:
-    """Run both measurements (≈ iterations × (work + sleep) + 1.5 s of wall time) and decide.
+    """Run both measurements (≈ iterations × (work + sleep) + 1.5 s of wall time) and decide. Long because the
+    result records every figure both measurements took (33 fields), each named where it is filled.
 
     ``fibtest_slow`` defaults to CPUs − 1 (at least 1). Raises ProbeError when the lab cannot run here, when the
     parameters would make the work loop exceed its own quota, or when a workload fails; the temporary cgroups are

@@ -28,16 +28,26 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from apps.lab import cgroups
 from apps.lab.cgroups import DEFAULT_ROOT, PROBE_PREFIX, CgroupError, CpuController
+from apps.lab.reports import (
+    CleanupReport,
+    ContainerStatus,
+    LabContainer,
+    LabDownReport,
+    LabError,
+    LabInventory,
+    LabState,
+    LabStatus,
+)
 from apps.lab.scenario import Scenario, ScenarioError, load_scenario, parse_scenario
-from apps.lab.workloads import ParamValue, command_line
-from apps.telemetry.readings import ContainerInfo, NodeInfo, PodInfo
+from apps.lab.workloads import command_line
+from apps.telemetry.readings import NodeInfo
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STATE_DIR = REPO_ROOT / "var" / "lab"
@@ -52,144 +62,6 @@ _STOP_GRACE_S = 2.0
 # Workload leaders this process started: kept so they can be reaped (no zombie) and to avoid Popen's
 # "still running" warning when the objects would otherwise be dropped.
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
-
-
-class LabError(RuntimeError):
-    """The lab cannot start, stop or report; the message says why and what was left in place."""
-
-
-@dataclass(frozen=True, slots=True)
-class LabContainer:
-    """One lab container as a collector sees it: identity, resources, workload, and where its counters are.
-
-    Paths: ``cgroup_relpath`` is relative to the hierarchy mount (e.g. ``cputune-lab/kubepods/burstable/pod<uid>/<id>``);
-    ``cpu_dir`` holds cpu.stat (throttling), ``usage_dir`` holds cpuacct.usage (v1) or cpu.stat (v2), None if absent.
-    """
-
-    namespace: str
-    pod: str
-    container: str
-    pod_uid: str
-    container_id: str
-    request_mcpu: int | None
-    limit_mcpu: int | None
-    qos_class: str
-    workload_kind: str  # the pod's owner kind (Deployment, …) or ""
-    workload_name: str
-    workload: str  # the lab workload running in it (burner, fibtest, …)
-    workload_params: Mapping[str, ParamValue]
-    cgroup_relpath: str
-    cpu_dir: str
-    usage_dir: str | None
-    pod_cgroup_relpath: str
-    pod_cpu_dir: str
-    pod_usage_dir: str | None
-    pids: tuple[int, ...]  # the workload leader (its workers are found in the cgroup's cgroup.procs)
-
-    def container_info(self) -> ContainerInfo:
-        return ContainerInfo(self.container, self.container_id, self.request_mcpu, self.limit_mcpu, 0)
-
-
-@dataclass(frozen=True, slots=True)
-class LabInventory:
-    """Everything a collector needs from a running lab: the node facts, the containers and where they live."""
-
-    node: NodeInfo
-    cgroup_version: int
-    cpu_mount: str
-    cpuacct_mount: str | None
-    root: str
-    period_us: int
-    containers: tuple[LabContainer, ...]
-
-    def pods(self) -> tuple[PodInfo, ...]:
-        """The pods as readings.PodInfo values, containers in scenario order."""
-        grouped: dict[tuple[str, str], list[LabContainer]] = {}
-        for c in self.containers:
-            grouped.setdefault((c.namespace, c.pod), []).append(c)
-        return tuple(
-            PodInfo(
-                namespace=namespace,
-                name=pod,
-                uid=items[0].pod_uid,
-                node=self.node.name,
-                qos_class=items[0].qos_class,
-                workload_kind=items[0].workload_kind,
-                workload_name=items[0].workload_name,
-                containers=tuple(c.container_info() for c in items),
-            )
-            for (namespace, pod), items in grouped.items()
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class CleanupReport:
-    """What lab_up (or lab_down) found and removed from an earlier run."""
-
-    stale_pids: tuple[int, ...] = ()  # processes signalled: leaders from the state file, and any found in the root
-    removed_cgroups: tuple[str, ...] = ()
-    leftover: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class LabState:
-    """A running lab, as lab_up leaves it."""
-
-    root: str
-    state_file: str
-    scenario_path: str
-    boot: int
-    started_at: datetime
-    inventory: LabInventory
-    cleanup: CleanupReport
-
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["started_at"] = self.started_at.isoformat()
-        return data
-
-
-@dataclass(frozen=True, slots=True)
-class LabDownReport:
-    was_running: bool
-    root: str
-    stopped_pids: tuple[int, ...]  # processes the lab signalled: workload leaders, and anything still in the tree
-    removed_cgroups: tuple[str, ...]
-    leftover: tuple[str, ...]  # cgroups that could not be removed, with the reason; empty when all went well
-    notes: tuple[str, ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True, slots=True)
-class ContainerStatus:
-    namespace: str
-    pod: str
-    container: str
-    leader_alive: bool
-    tasks: int  # processes in the container's cgroup now
-    nr_periods: int | None
-    nr_throttled: int | None
-    throttled_seconds: float | None
-    usage_seconds: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class LabStatus:
-    running: bool
-    root: str
-    boot: int
-    started_at: datetime | None
-    scenario_path: str
-    containers: tuple[ContainerStatus, ...] = ()
-    problems: tuple[str, ...] = field(default_factory=tuple)
-
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["started_at"] = self.started_at.isoformat() if self.started_at else None
-        return data
 
 
 # --- process identity ------------------------------------------------------------------------------------------
