@@ -42,10 +42,11 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection
 
+    from apps.clusters.inventory import upsert_pods
     from apps.clusters.models import Cluster
+    from apps.telemetry.ingest import ingest_readings, write_samples
     from apps.telemetry.models import Sample
     from apps.telemetry.readings import ContainerInfo, CounterReading, PodInfo
-    from apps.telemetry.services import ingest_readings, upsert_pods, write_samples
 
     if connection.vendor != "postgresql":
         sys.exit("bench_ingest measures PostgreSQL: set DATABASE_URL=postgres://…")
@@ -103,7 +104,7 @@ def main() -> None:
             Sample.objects.filter(container__pod__cluster=cluster).values_list("container_id", flat=True).distinct()
         )
         rows = [(cid, ts, 1, 0, 0.0, 1.0, 1, 60.0, 1, 0, 0.0, 1.0, False) for cid in ids]
-        from apps.telemetry.services import ensure_partitions
+        from apps.telemetry.partitions import ensure_partitions
 
         ensure_partitions([ts.date()])
         start = time.perf_counter()

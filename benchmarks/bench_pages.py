@@ -57,9 +57,10 @@ def build(containers: int, days: int, end: datetime) -> None:
 
     from apps.advisor.services import refresh_findings
     from apps.clusters.models import Cluster, Container
+    from apps.telemetry.ingest import ingest, write_samples
     from apps.telemetry.models import HourlyRollup
+    from apps.telemetry.partitions import ensure_partitions
     from apps.telemetry.readings import Batch, ContainerInfo, NodeInfo, PodInfo
-    from apps.telemetry.services import ensure_partitions, ingest, write_samples
 
     cluster = Cluster.objects.create(name=CLUSTER, source="kubernetes")
     nodes = [NodeInfo(name=f"bench-node-{n}", capacity_mcpu=64_000, allocatable_mcpu=63_000,

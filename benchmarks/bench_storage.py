@@ -97,15 +97,11 @@ def main() -> None:
 
     from apps.advisor.services import refresh_findings
     from apps.clusters.models import Cluster
+    from apps.telemetry.ingest import ingest
+    from apps.telemetry.partitions import ensure_partitions, list_partitions, partition_name
     from apps.telemetry.readings import Batch, ContainerInfo, NodeInfo, PodInfo
-    from apps.telemetry.services import (
-        apply_retention,
-        ensure_partitions,
-        ingest,
-        list_partitions,
-        partition_name,
-        rollup_hours,
-    )
+    from apps.telemetry.retention import apply_retention
+    from apps.telemetry.rollups import rollup_hours
 
     call_command("migrate", verbosity=0)
     with connection.cursor() as cursor:  # a clean slate: this database is the benchmark's own

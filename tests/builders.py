@@ -18,8 +18,8 @@ from django.utils import timezone
 
 from apps.advisor.services import refresh_findings
 from apps.clusters.models import Cluster
+from apps.telemetry.ingest import ingest, ingest_readings
 from apps.telemetry.readings import Batch, ContainerInfo, CounterReading, NodeInfo, PodInfo
-from apps.telemetry.services import ingest, ingest_readings
 
 
 @dataclass(frozen=True)

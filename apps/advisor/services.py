@@ -23,7 +23,8 @@ from psycopg.types.json import Jsonb
 
 from apps.clusters.kubelet import DEFAULT_PERIOD_US, quota_us_from_limit_mcpu, shares_from_request_mcpu
 from apps.clusters.models import Cluster, Container, Node
-from apps.telemetry.services import analyze_tables, copy_rows, rollup_hours
+from apps.db import analyze_tables, copy_rows
+from apps.telemetry.rollups import rollup_hours
 
 from .cfs import SharesFloor, container_shares_floor, quota_ceiling_mcpu, shares_floor
 from .kernel import kernel_verdict

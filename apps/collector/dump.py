@@ -32,14 +32,15 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from apps.clusters.inventory import upsert_nodes, upsert_pods
 from apps.clusters.models import Cluster, Node, SourceKind
 from apps.clusters.services import register_cluster
 from apps.collector.cadvisor import ScrapeError, parse_cadvisor
 from apps.collector.inventory import InventoryError, list_items, nodes_from_objects, pods_from_objects
 from apps.collector.models import CollectionProblem, CollectionRun, NodeResult
+from apps.telemetry.ingest import ingest_readings
 from apps.telemetry.models import SeriesHead
 from apps.telemetry.readings import CounterReading, NodeInfo, PodInfo
-from apps.telemetry.services import ingest_readings, upsert_nodes, upsert_pods
 from apps.telemetry.signals import announce_series_stored
 
 __all__ = [

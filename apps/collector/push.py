@@ -20,8 +20,8 @@ from datetime import datetime
 from django.utils import timezone
 
 from apps.clusters.models import Cluster, Container, Node, Pod
+from apps.telemetry.ingest import ingest
 from apps.telemetry.readings import Batch, CounterReading, NodeInfo
-from apps.telemetry.services import ingest
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,10 @@ from django.db import DatabaseError, close_old_connections, connection, transact
 from django.db.models import F, Q
 from django.utils import timezone
 
+from apps.clusters.inventory import upsert_nodes, upsert_pods
 from apps.clusters.models import Cluster, Node
+from apps.telemetry.ingest import ingest_readings, lock_cluster_ingest
 from apps.telemetry.readings import PodInfo
-from apps.telemetry.services import ingest_readings, lock_cluster_ingest, upsert_nodes, upsert_pods
 from apps.telemetry.signals import announce_series_stored
 
 from .models import CollectionProblem, CollectionRun, NodeResult

@@ -1,6 +1,6 @@
 """The time series: raw samples (counters as read and the deltas computed at ingest), hourly rollups, series heads.
 
-On PostgreSQL `telemetry_sample` is a table partitioned by day on `ts` (see migration 0001 and services.ensure_partitions):
+On PostgreSQL `telemetry_sample` is a table partitioned by day on `ts` (see migration 0001 and partitions.ensure_partitions):
 retention drops whole partitions. On SQLite it is a plain table.
 """
 

@@ -1,5 +1,8 @@
 """The plain values every source yields and the ingest service stores. Pure Python: no Django import.
 
+NodeInfo, PodInfo and ContainerInfo belong to the clusters app, which stores them (apps/clusters/info.py); they are
+re-exported here so that a source finds everything it yields in one module.
+
 CPU is in millicores (mcpu), counters are cumulative as the kernel reports them, times are seconds, instants are
 timezone-aware UTC datetimes. `None` means "not reported by this source", never zero.
 """
@@ -9,40 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from apps.clusters.info import ContainerInfo, NodeInfo, PodInfo
 
-@dataclass(frozen=True, slots=True)
-class NodeInfo:
-    name: str
-    capacity_mcpu: int | None = None
-    allocatable_mcpu: int | None = None
-    kernel_version: str = ""
-    os_image: str = ""
-    container_runtime: str = ""
-    kubelet_version: str = ""
-    cpu_manager_policy: str = ""  # "static" | "none" | "" (unknown: the kubelet config was not read)
-    cfs_slice_us: int | None = None  # /proc/sys/kernel/sched_cfs_bandwidth_slice_us, from the node agent
-    cpufreq_governor: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ContainerInfo:
-    name: str
-    container_id: str = ""  # runtime id without the "containerd://" prefix
-    request_mcpu: int | None = None
-    limit_mcpu: int | None = None
-    restarts: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class PodInfo:
-    namespace: str
-    name: str
-    uid: str = ""
-    node: str = ""
-    qos_class: str = ""  # Guaranteed | Burstable | BestEffort
-    workload_kind: str = ""  # Deployment, StatefulSet, DaemonSet, Job, CronJob, ... or "" for a bare pod
-    workload_name: str = ""
-    containers: tuple[ContainerInfo, ...] = ()
+__all__ = ["Batch", "ContainerInfo", "CounterReading", "NodeInfo", "PodInfo"]
 
 
 @dataclass(frozen=True, slots=True)

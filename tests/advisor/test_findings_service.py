@@ -76,8 +76,8 @@ def test_the_long_windows_read_rollups_and_agree_with_the_hour():
 def test_a_container_seen_once_gets_lifetime_figures_and_advice_from_them():
     from apps.advisor.services import refresh_findings
     from apps.clusters.models import Cluster
+    from apps.telemetry.ingest import ingest
     from apps.telemetry.readings import Batch, ContainerInfo, CounterReading, NodeInfo, PodInfo
-    from apps.telemetry.services import ingest
 
     cluster = Cluster.objects.create(name="once")
     node = NodeInfo(name="n1", capacity_mcpu=10_000, allocatable_mcpu=10_000, kernel_version="6.10.14-linuxkit")

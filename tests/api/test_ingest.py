@@ -25,9 +25,9 @@ from apps.api.models import ApiToken
 from apps.api.services import create_token
 from apps.clusters.models import Cluster, Node
 from apps.collector import agent
+from apps.telemetry.ingest import ingest
 from apps.telemetry.models import Sample
 from apps.telemetry.readings import Batch, ContainerInfo, NodeInfo, PodInfo
-from apps.telemetry.services import ingest
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ from django.utils import timezone
 
 from apps.clusters.models import Cluster, Node
 from apps.dashboard import nodes, selectors
+from apps.telemetry.ingest import ingest
 from apps.telemetry.readings import Batch, ContainerInfo, NodeInfo, PodInfo
-from apps.telemetry.services import ingest
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,8 @@ import psycopg
 import pytest
 from django.db import connection, connections
 
+from apps.telemetry.ingest import ingest_readings
 from apps.telemetry.models import Sample
-from apps.telemetry.services import ingest_readings
 from tests import factories as f
 from tests.drill.harness import wait_until
 

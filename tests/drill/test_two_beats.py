@@ -3,7 +3,7 @@ run closes; no sample is stored twice and no two stored samples count the same s
 finds the first one's readings and skips them as duplicates).
 
 Should cputune also refuse the double start (a short per-cluster lock in `collect_cluster`)? Not for the data: with
-the series heads locked during ingest (apps/telemetry/services.py), overlapping runs store each reading once and
+the series heads locked during ingest (apps/telemetry/ingest.py), overlapping runs store each reading once and
 never overlapping intervals — which test_concurrent_ingest.py pins down where this drill can only hope to hit it.
 A double start still doubles the scrape load on every kubelet and the runs in the history, so an install must run
 exactly one beat (docker-compose and deploy/ run one); a guard would be a convenience, not a correctness fix.

@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from apps.telemetry.ingest import ingest
 from apps.telemetry.models import HourlyRollup
 from apps.telemetry.readings import Batch
-from apps.telemetry.services import ingest
 from apps.telemetry.tasks import rollup
 from tests import factories as f
 

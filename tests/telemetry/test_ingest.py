@@ -5,9 +5,9 @@ from datetime import timedelta
 import pytest
 
 from apps.clusters.models import Container, Pod
+from apps.telemetry.ingest import ingest, ingest_readings
 from apps.telemetry.models import Sample, SeriesHead
 from apps.telemetry.readings import Batch, CounterReading
-from apps.telemetry.services import ingest, ingest_readings
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db
@@ -122,9 +122,9 @@ def test_unordered_readings_in_one_batch_are_applied_in_time_order():
 
 def test_pods_are_upserted_a_chunk_at_a_time_and_all_land(monkeypatch):
     """A 150,000-pod inventory is written 5,000 pods at a time (bounded memory); chunks must not lose or mix pods."""
-    from apps.telemetry import services
+    from apps.clusters import inventory
 
-    monkeypatch.setattr(services, "UPSERT_CHUNK_PODS", 5)
+    monkeypatch.setattr(inventory, "UPSERT_CHUNK_PODS", 5)
     cluster = f.cluster()
     pods = [f.pod_info(f"web-{i}", containers=1 + i % 3) for i in range(12)]
     ingest(cluster, Batch(nodes=[f.node_info()], pods=pods))
@@ -138,7 +138,7 @@ def test_pods_are_upserted_a_chunk_at_a_time_and_all_land(monkeypatch):
 
 @pytest.mark.postgres
 def test_the_load_table_is_analysed_once_per_batch_size_not_per_batch():
-    from apps.telemetry.services import _ANALYSED_LOAD_ROWS, _needs_analyze
+    from apps.telemetry.ingest import _ANALYSED_LOAD_ROWS, _needs_analyze
 
     _ANALYSED_LOAD_ROWS.clear()  # what earlier tests' ingests on this connection left
     assert _needs_analyze(60) is True  # this session's first batch of that size

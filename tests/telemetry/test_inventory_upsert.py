@@ -6,9 +6,9 @@ from datetime import timedelta
 
 import pytest
 
+from apps.clusters.inventory import _NODE_REPORTED, upsert_nodes, upsert_pods
 from apps.clusters.models import Cluster, Container, Node, Pod
 from apps.telemetry.readings import ContainerInfo, NodeInfo, PodInfo
-from apps.telemetry.services import _NODE_REPORTED, upsert_nodes, upsert_pods
 from tests import factories as f
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]

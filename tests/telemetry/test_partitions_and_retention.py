@@ -6,16 +6,12 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
+from apps.telemetry.ingest import ingest
 from apps.telemetry.models import HourlyRollup, Sample
+from apps.telemetry.partitions import ensure_partitions, list_partitions, partition_name
 from apps.telemetry.readings import Batch
-from apps.telemetry.services import (
-    apply_retention,
-    ensure_partitions,
-    ingest,
-    list_partitions,
-    partition_name,
-    rollup_hours,
-)
+from apps.telemetry.retention import apply_retention
+from apps.telemetry.rollups import rollup_hours
 from tests import factories as f
 
 

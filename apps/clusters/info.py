@@ -1,0 +1,45 @@
+"""What a source reports of a cluster's inventory: plain values that apps/clusters/inventory.py stores as Node, Pod
+and Container rows. Pure Python: no Django import (the advisor's domain modules read them through
+apps/telemetry/readings.py, which re-exports them beside the readings).
+
+CPU is in millicores (mcpu). Empty text or `None` means "not reported by this source", never zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    name: str
+    capacity_mcpu: int | None = None
+    allocatable_mcpu: int | None = None
+    kernel_version: str = ""
+    os_image: str = ""
+    container_runtime: str = ""
+    kubelet_version: str = ""
+    cpu_manager_policy: str = ""  # "static" | "none" | "" (unknown: the kubelet config was not read)
+    cfs_slice_us: int | None = None  # /proc/sys/kernel/sched_cfs_bandwidth_slice_us, from the node agent
+    cpufreq_governor: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerInfo:
+    name: str
+    container_id: str = ""  # runtime id without the "containerd://" prefix
+    request_mcpu: int | None = None
+    limit_mcpu: int | None = None
+    restarts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PodInfo:
+    namespace: str
+    name: str
+    uid: str = ""
+    node: str = ""
+    qos_class: str = ""  # Guaranteed | Burstable | BestEffort
+    workload_kind: str = ""  # Deployment, StatefulSet, DaemonSet, Job, CronJob, ... or "" for a bare pod
+    workload_name: str = ""
+    containers: tuple[ContainerInfo, ...] = ()

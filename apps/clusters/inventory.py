@@ -1,0 +1,301 @@
+"""Writing the inventory: a source's nodes, pods and containers upserted into this app's tables.
+
+Idempotent: an inventory stored twice is stored once. On PostgreSQL the rows go to temporary tables by COPY and
+into the real ones in one statement per table; elsewhere through the ORM's bulk operations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from django.db import connection, models, transaction
+
+from apps.db import analyze_tables, copy_rows
+
+from .columns import column_specs, model_column, note, said, storable
+from .info import ContainerInfo, NodeInfo, PodInfo
+from .models import Cluster, Container, Node, Pod
+
+# What a source may report of a node besides its name; upsert_nodes keeps the stored value where one is missing.
+_NODE_REPORTED = (
+    "capacity_mcpu",
+    "allocatable_mcpu",
+    "kernel_version",
+    "os_image",
+    "container_runtime",
+    "kubelet_version",
+    "cpu_manager_policy",
+    "cfs_slice_us",
+    "cpufreq_governor",
+)
+_NODE_COLUMNS = column_specs(
+    Node,
+    ["name", *_NODE_REPORTED],
+    identity=["name"],
+)
+_POD_COLUMNS = column_specs(
+    Pod, ["namespace", "name", "uid", "qos_class", "workload_kind", "workload_name"], identity=["namespace", "name"]
+)
+_CONTAINER_COLUMNS = column_specs(
+    Container, ["name", "container_id", "request_mcpu", "limit_mcpu", "restarts"], identity=["name"]
+)
+
+
+# --- nodes -----------------------------------------------------------------------------------------------------------
+
+
+def upsert_nodes(
+    cluster: Cluster,
+    nodes: Sequence[NodeInfo],
+    now: datetime,
+    problems: list[str] | None = None,
+    *,
+    method: str = "auto",
+) -> dict[str, int]:
+    """Create or update the cluster's nodes; returns name → id. Fields a source did not report are left as they were.
+
+    `method`: "sql" (PostgreSQL: COPY and one statement), "orm", or "auto" — "sql" on PostgreSQL for more than one node.
+
+    A node whose name cannot be stored (see `unstorable`) is skipped, another unstorable value is left as it was;
+    each is noted in `problems` (logged when None). Of two nodes of one name, the last is kept.
+    """
+    checked = (storable(n, _NODE_COLUMNS, problems, "node {}", n.name) for n in nodes)
+    nodes = list({n.name: n for n in checked if n is not None}.values())
+    if not nodes:
+        return dict(Node.objects.filter(cluster=cluster).values_list("name", "id"))
+    if method == "auto":
+        method = "sql" if connection.vendor == "postgresql" and len(nodes) > 1 else "orm"
+    if method == "sql":
+        _upsert_nodes_in_sql(cluster, nodes, now)
+        return dict(Node.objects.filter(cluster=cluster).values_list("name", "id"))
+    existing = {n.name: n for n in Node.objects.filter(cluster=cluster, name__in=[n.name for n in nodes])}
+    to_create: list[Node] = []
+    to_update: list[Node] = []
+    for info in nodes:
+        node = existing.get(info.name) or Node(cluster=cluster, name=info.name)
+        for attr in _NODE_REPORTED:
+            value = getattr(info, attr)
+            if value not in (None, ""):
+                setattr(node, attr, value)
+        node.last_seen = now
+        (to_update if node.pk else to_create).append(node)
+    Node.objects.bulk_create(to_create)
+    if to_update:
+        Node.objects.bulk_update(to_update, [*_NODE_REPORTED, "last_seen"], batch_size=1000)
+    return dict(Node.objects.filter(cluster=cluster).values_list("name", "id"))
+
+
+_CREATE_NODE_LOAD = """
+CREATE TEMP TABLE IF NOT EXISTS node_load (
+    name text, capacity_mcpu bigint, allocatable_mcpu bigint, kernel_version text, os_image text,
+    container_runtime text, kubelet_version text, cpu_manager_policy text, cfs_slice_us bigint, cpufreq_governor text
+) ON COMMIT DELETE ROWS
+"""
+_NODE_TEXT = frozenset(name for name in _NODE_REPORTED if isinstance(model_column(Node, name), models.CharField))
+# A field the source did not report (NULL, or "" for text) keeps the stored value, as in the ORM path.
+_UPSERT_NODES = """
+INSERT INTO clusters_node (cluster_id, name, {columns}, last_seen)
+SELECT %(cluster)s, name, {inserted}, %(now)s FROM node_load ORDER BY name
+ON CONFLICT (cluster_id, name) DO UPDATE SET {updates}, last_seen = excluded.last_seen
+""".format(
+    columns=", ".join(_NODE_REPORTED),
+    inserted=", ".join(f"COALESCE({c}, '')" if c in _NODE_TEXT else c for c in _NODE_REPORTED),
+    updates=", ".join(
+        f"{c} = COALESCE(NULLIF(excluded.{c}, ''), clusters_node.{c})"
+        if c in _NODE_TEXT
+        else f"{c} = COALESCE(excluded.{c}, clusters_node.{c})"
+        for c in _NODE_REPORTED
+    ),
+)
+
+
+def _upsert_nodes_in_sql(cluster: Cluster, nodes: Sequence[NodeInfo], now: datetime) -> None:
+    """PostgreSQL: COPY and one statement (bulk_update's CASE expression per node and column is slow at 1,000 nodes
+    a cycle)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_CREATE_NODE_LOAD)
+        cursor.execute("TRUNCATE node_load")  # ON COMMIT empties it only at the outermost commit
+        rows = ((node.name, *(getattr(node, c) for c in _NODE_REPORTED)) for node in nodes)
+        copy_rows(cursor, "node_load", ("name", *_NODE_REPORTED), rows)
+        cursor.execute(_UPSERT_NODES, {"cluster": cluster.pk, "now": now})
+
+
+# --- pods and their containers ---------------------------------------------------------------------------------------
+
+
+def upsert_pods(
+    cluster: Cluster,
+    pods: Sequence[PodInfo],
+    now: datetime,
+    node_ids: dict[str, int],
+    problems: list[str] | None = None,
+    *,
+    method: str = "auto",
+) -> int:
+    """Create or update pods and their containers (matched by namespace/name and container name). Returns pods stored.
+
+    `method`: "sql" (PostgreSQL: COPY and one statement per table), "orm" (bulk_create), or "auto" — "sql" on PostgreSQL.
+
+    A pod or container whose name cannot be stored (see `unstorable`) is skipped, another unstorable value stored as
+    unknown; each is noted in `problems` (logged when None). Of two pods (or containers of a pod) of one name, the
+    last is kept — PostgreSQL refuses to upsert one row twice in a statement.
+    """
+    pods = _storable_pods(pods, problems)
+    if not pods:
+        return 0
+    if method == "auto":
+        method = "sql" if connection.vendor == "postgresql" else "orm"
+    if method == "sql":
+        _upsert_pods_in_sql(cluster, pods, now, node_ids)
+    else:
+        # A chunk of pods at a time: model instances for a whole 150,000-pod inventory would take hundreds of MB.
+        for start in range(0, len(pods), UPSERT_CHUNK_PODS):
+            _upsert_pod_chunk(cluster, pods[start : start + UPSERT_CHUNK_PODS], now, node_ids)
+    analyze_tables("clusters_node", "clusters_pod", "clusters_container")
+    return len(pods)
+
+
+UPSERT_CHUNK_PODS = 5000
+
+# PostgreSQL: the inventory goes to temporary tables by COPY and into the real ones in one statement each. The
+# ORM's bulk_create with update_conflicts compiles a VALUES list of every pod and container first, which at 1,000
+# nodes held back every node read of the cycle (benchmarks/bench_scale.py).
+_CREATE_POD_LOAD = """
+CREATE TEMP TABLE IF NOT EXISTS pod_load (
+    namespace text, name text, uid text, node_id bigint, qos_class text, workload_kind text, workload_name text
+) ON COMMIT DELETE ROWS
+"""
+_CREATE_CONTAINER_LOAD = """
+CREATE TEMP TABLE IF NOT EXISTS container_load (
+    namespace text, pod text, name text, container_id text, request_mcpu bigint, limit_mcpu bigint, restarts bigint
+) ON COMMIT DELETE ROWS
+"""
+# In key order, as every writer of these rows locks them: two writers never wait on each other crosswise.
+_UPSERT_PODS = """
+INSERT INTO clusters_pod (cluster_id, namespace, name, uid, node_id, qos_class, workload_kind, workload_name, last_seen)
+SELECT %(cluster)s, namespace, name, uid, node_id, qos_class, workload_kind, workload_name, %(now)s
+FROM pod_load ORDER BY namespace, name
+ON CONFLICT (cluster_id, namespace, name) DO UPDATE SET uid = excluded.uid, node_id = excluded.node_id,
+    qos_class = excluded.qos_class, workload_kind = excluded.workload_kind, workload_name = excluded.workload_name,
+    last_seen = excluded.last_seen
+"""
+_UPSERT_CONTAINERS = """
+INSERT INTO clusters_container (pod_id, name, container_id, request_mcpu, limit_mcpu, restarts, last_seen)
+SELECT p.id, l.name, l.container_id, l.request_mcpu, l.limit_mcpu, l.restarts, %(now)s
+FROM container_load l
+JOIN clusters_pod p ON p.cluster_id = %(cluster)s AND p.namespace = l.namespace AND p.name = l.pod
+ORDER BY p.id, l.name
+ON CONFLICT (pod_id, name) DO UPDATE SET container_id = excluded.container_id,
+    request_mcpu = excluded.request_mcpu, limit_mcpu = excluded.limit_mcpu, restarts = excluded.restarts,
+    last_seen = excluded.last_seen
+"""
+
+
+def _upsert_pods_in_sql(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, node_ids: dict[str, int]) -> None:
+    params: dict[str, int | datetime] = {"cluster": cluster.pk, "now": now}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_CREATE_POD_LOAD)
+        cursor.execute(_CREATE_CONTAINER_LOAD)
+        # Emptied here too: ON COMMIT empties them only at the outermost commit, and a caller may upsert twice in one.
+        cursor.execute("TRUNCATE pod_load, container_load")
+        copy_rows(
+            cursor,
+            "pod_load",
+            ("namespace", "name", "uid", "node_id", "qos_class", "workload_kind", "workload_name"),
+            (
+                (p.namespace, p.name, p.uid, node_ids.get(p.node), p.qos_class, p.workload_kind, p.workload_name)
+                for p in pods
+            ),
+        )
+        copy_rows(
+            cursor,
+            "container_load",
+            ("namespace", "pod", "name", "container_id", "request_mcpu", "limit_mcpu", "restarts"),
+            (
+                (p.namespace, p.name, c.name, c.container_id, c.request_mcpu, c.limit_mcpu, c.restarts)
+                for p in pods
+                for c in p.containers
+            ),
+        )
+        cursor.execute("ANALYZE pod_load, container_load")
+        cursor.execute(_UPSERT_PODS, params)
+        cursor.execute(_UPSERT_CONTAINERS, params)
+
+
+def _upsert_pod_chunk(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, node_ids: dict[str, int]) -> None:
+    pod_rows = [
+        Pod(
+            cluster=cluster,
+            namespace=p.namespace,
+            name=p.name,
+            uid=p.uid,
+            node_id=node_ids.get(p.node),
+            qos_class=p.qos_class,
+            workload_kind=p.workload_kind,
+            workload_name=p.workload_name,
+            last_seen=now,
+        )
+        for p in pods
+    ]
+    Pod.objects.bulk_create(
+        pod_rows,
+        batch_size=2000,
+        update_conflicts=True,
+        unique_fields=["cluster", "namespace", "name"],
+        update_fields=["uid", "node", "qos_class", "workload_kind", "workload_name", "last_seen"],
+    )
+    ids = pod_ids(cluster, [(p.namespace, p.name) for p in pods])
+    container_rows = [
+        Container(
+            pod_id=ids[(p.namespace, p.name)],
+            name=c.name,
+            container_id=c.container_id,
+            request_mcpu=c.request_mcpu,
+            limit_mcpu=c.limit_mcpu,
+            restarts=c.restarts,
+            last_seen=now,
+        )
+        for p in pods
+        for c in p.containers
+    ]
+    Container.objects.bulk_create(
+        container_rows,
+        batch_size=2000,
+        update_conflicts=True,
+        unique_fields=["pod", "name"],
+        update_fields=["container_id", "request_mcpu", "limit_mcpu", "restarts", "last_seen"],
+    )
+
+
+def _storable_pods(pods: Sequence[PodInfo], problems: list[str] | None) -> list[PodInfo]:
+    """The pods and containers upsert_pods can write (see its docstring), one per name."""
+    by_key: dict[tuple[str, str], PodInfo] = {}
+    for pod in pods:
+        checked = storable(pod, _POD_COLUMNS, problems, "pod {}/{}", pod.namespace, pod.name)
+        if checked is None:
+            continue
+        containers: dict[str, ContainerInfo] = {}
+        for container in pod.containers:
+            names = (pod.namespace, pod.name, container.name)
+            stored = storable(container, _CONTAINER_COLUMNS, problems, "pod {}/{} container {}", *names)
+            if stored is not None:
+                if stored.name in containers:
+                    note(problems, said("pod {}/{} container {} is listed twice; the last one kept", *names))
+                containers[stored.name] = stored
+        kept = tuple(containers.values())
+        if kept != pod.containers:
+            checked = dataclasses.replace(checked, containers=kept)
+        if (checked.namespace, checked.name) in by_key:
+            note(problems, said("pod {}/{} is listed twice; the last one kept", pod.namespace, pod.name))
+        by_key[(checked.namespace, checked.name)] = checked
+    return list(by_key.values())
+
+
+def pod_ids(cluster: Cluster, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """(namespace, name) → id of the cluster's stored pods among `keys`."""
+    keys = set(keys)
+    names = {name for _, name in keys}
+    rows = Pod.objects.filter(cluster=cluster, name__in=names).values_list("namespace", "name", "id")
+    return {(ns, name): pk for ns, name, pk in rows if (ns, name) in keys}
