@@ -9,8 +9,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from agent import cputune_agent
 from apps.clusters.models import Cluster
-from apps.collector import agent
 from apps.collector.registry import Inventory, NodeRead, SourceUnavailable
 from apps.lab import runtime
 from apps.telemetry.readings import CounterReading
@@ -33,10 +33,10 @@ class LabAdapter:
         lab = runtime.lab_inventory(lab_state_dir())
         cpu_root = os.path.join(lab.cpu_mount, lab.root)
         if lab.cgroup_version == 2:
-            payload = agent.collect(cgroup_root_v2=cpu_root, node_name=node, now=now)
+            payload = cputune_agent.collect(cgroup_root_v2=cpu_root, node_name=node, now=now)
         else:
             cpuacct_root = os.path.join(lab.cpuacct_mount, lab.root) if lab.cpuacct_mount else None
-            payload = agent.collect(
+            payload = cputune_agent.collect(
                 cgroup_root_v1_cpu=cpu_root, cgroup_root_v1_cpuacct=cpuacct_root, node_name=node, now=now
             )
         names = {(c.pod_uid, c.container_id): (c.namespace, c.pod, c.container) for c in lab.containers}
