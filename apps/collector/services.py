@@ -20,7 +20,8 @@ from apps.telemetry.services import ingest_readings, lock_cluster_ingest, upsert
 from apps.telemetry.signals import announce_series_stored
 
 from .models import CollectionProblem, CollectionRun, NodeResult
-from .registry import Inventory, NodeLister, Source, SourceUnavailable, cached_source_for, source_for
+from .registry import cached_source_for, source_for
+from .sources.base import Inventory, NodeLister, Source, SourceUnavailable
 
 log = logging.getLogger(__name__)
 MAX_PROBLEMS_PER_NODE = 20
