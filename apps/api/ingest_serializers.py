@@ -147,7 +147,7 @@ class AgentContainerSerializer(serializers.Serializer):
 
 
 class AgentPayloadSerializer(serializers.Serializer):
-    """The node agent's push, as documented in apps/collector/agent.py. Unknown keys are ignored (newer agents)."""
+    """The node agent's push, as documented in agent/cputune_agent.py. Unknown keys are ignored (newer agents)."""
 
     agent_version = _text("agent_version", 16, allow_blank=False)
     node = AgentNodeSerializer()

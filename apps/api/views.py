@@ -348,7 +348,7 @@ def _flatten(errors: Any, path: str = "") -> list[tuple[str, str]]:
     responses=PushResultSerializer,
 )
 class IngestView(ApiView):
-    """A node agent's batch of cgroup counters (see apps/collector/agent.py). Every field is validated; cgroups are
+    """A node agent's batch of cgroup counters (see agent/cputune_agent.py). Every field is validated; cgroups are
     matched to known containers by runtime id; unmatched ones come back in `unknown` with the reason."""
 
     schema = IngestSchema()

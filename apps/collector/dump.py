@@ -247,6 +247,28 @@ def import_dump(
             "(a pod started or finished between the dumps?): stored without requests and limits"
         )
 
+    cluster = _store(cluster_name, result, nodes, pods, scrapes, imported_at)
+
+    findings_at = imported_at if imported_at - _RECENT <= batch_at <= imported_at else batch_at
+    if findings_at != imported_at:
+        result.warnings.append(
+            f"the batch is from {_when(batch_at)}, not the last hour: findings are computed as of that instant"
+        )
+    result.downstream = announce_series_stored(cluster, at=findings_at, wait=True)
+    return result
+
+
+def _store(
+    cluster_name: str,
+    result: ImportResult,
+    nodes: list[NodeInfo],
+    pods: list[PodInfo],
+    scrapes: list[tuple[ScrapeResult, list[CounterReading]]],
+    imported_at: datetime,
+) -> Cluster:
+    """Write the checked batch in one transaction: inventory, readings, a finished run with a result per scrape."""
+    batch_at = result.batch_at
+    all_readings = [r for _, readings in scrapes for r in readings]
     with transaction.atomic():
         cluster = _cluster(cluster_name, result)
         run = CollectionRun.objects.create(
@@ -282,14 +304,7 @@ def import_dump(
             nodes_ok=len(scrapes),
             samples_written=result.samples_written,
         )
-
-    findings_at = imported_at if imported_at - _RECENT <= batch_at <= imported_at else batch_at
-    if findings_at != imported_at:
-        result.warnings.append(
-            f"the batch is from {_when(batch_at)}, not the last hour: findings are computed as of that instant"
-        )
-    result.downstream = announce_series_stored(cluster, at=findings_at, wait=True)
-    return result
+    return cluster
 
 
 def _phase(pod: Mapping[str, Any]) -> str:

@@ -57,7 +57,7 @@ __all__ = [
 OwnerMap = Mapping[tuple[str, str], tuple[str, str]]
 
 STATIC_POD = "StaticPod"
-# JSON and YAML give dicts: checking dict first skips the slow ABC check on the hot path (~30% of the time).
+# JSON and YAML give dicts: checking dict first skips the slow ABC check on the hot path.
 _MAPPING = (dict, Mapping)
 DEFAULT_KUBELET_PORT = 10250
 
@@ -75,13 +75,13 @@ _QOS_RESOURCES = ("cpu", "memory")
 
 # The most millicores a CPU field holds (the database's integer columns): 2.1 million CPUs, far past any machine.
 MAX_MCPU = 2**31 - 1
-# CPU quantities are refused past 10**15 in their own unit before conversion ("1e999000" took 41 s to become an int
-# of millicores, "1e9999999" raised decimal.Overflow): even in nano-CPUs that is past MAX_MCPU. Other quantities
+# CPU quantities are refused past 10**15 in their own unit before conversion (a huge exponent such as "1e999000" makes
+# an int of millions of digits, "1e9999999" raises decimal.Overflow): even in nano-CPUs that is past MAX_MCPU. Other quantities
 # (memory, for the QoS class) past 10**30: far past any node's bytes, and clear of Decimal's overflow.
 _MAX_CPU_DIGITS = 15
 _MAX_QUANTITY_DIGITS = 30
 # Real quantities are a few characters ("250m", "128974848"); the quantity patterns (here and in the kubelet helpers)
-# backtrack quadratically on a long string that fails at its end: 20,000 digits took 40 s.
+# backtrack quadratically on a long string that fails at its end, so longer ones are refused before matching.
 _MAX_QUANTITY_CHARS = 64
 _CPU_NUMBER = re.compile(r"\s*[+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?")
 _QUANTITY = re.compile(r"^([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))([eE][+-]?[0-9]+|[a-zA-Z]{0,2})$")

@@ -1,6 +1,6 @@
 """Node agent pushes → stored readings: place the batch in a cluster, match cgroups to known containers, ingest.
 
-The agent (apps/collector/agent.py; its docstring defines the payload) sees pod uids and runtime container ids, not
+The agent (agent/cputune_agent.py; its docstring defines the payload) sees pod uids and runtime container ids, not
 names. A cgroup is matched to a stored container by its runtime id (recorded by the Kubernetes inventory). The pod uid
 then tells an unmatched id apart: in a known pod whose every container was matched it is the pod's sandbox (pause
 container); otherwise it is reported back as unknown, with the reason, and never guessed. Pod-level cgroups (empty

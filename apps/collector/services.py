@@ -21,7 +21,8 @@ from apps.telemetry.readings import PodInfo
 from apps.telemetry.signals import announce_series_stored
 
 from .models import CollectionProblem, CollectionRun, NodeResult
-from .registry import Inventory, NodeLister, Source, SourceUnavailable, cached_source_for, source_for
+from .registry import cached_source_for, source_for
+from .sources.base import Inventory, NodeLister, Source, SourceUnavailable
 
 log = logging.getLogger(__name__)
 MAX_PROBLEMS_PER_NODE = 20
@@ -37,9 +38,8 @@ def collect_inventory(run: CollectionRun, source: Source | None = None) -> list[
     than a run left open). Pods that cannot be listed or stored make the run partial; its nodes are still read.
     Nodes and pods the database cannot hold are skipped with a problem each.
 
-    The pods are stored before any node is read. Reading nodes while the pods were written was tried: at 1,000
-    nodes it hid the 8 s of pod listing (cycle 54.0 → 50.0 s), at 5,000 it doubled PostgreSQL's CPU (node reads
-    checking rows of the uncommitted upsert; cycle 261.6 → 307.8 s), and PostgreSQL is what bounds an install.
+    The pods are stored before any node is read: node reads overlapping the pod upsert check rows it has not
+    committed, which costs PostgreSQL more CPU than the overlap saves, and PostgreSQL is what bounds an install.
     """
     try:
         source = source or source_for(run.cluster)

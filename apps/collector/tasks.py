@@ -14,7 +14,7 @@ from apps.clusters.models import Cluster
 
 from . import services
 from .cadvisor import ScrapeError
-from .sources import SourceError
+from .sources.base import SourceError
 
 log = logging.getLogger(__name__)
 # A node task that loses the database (a PostgreSQL restart or failover takes seconds) tries again after 3, 6 and 9 s

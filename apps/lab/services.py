@@ -1,7 +1,7 @@
 """The lab as a cluster: start and stop it, register the `lab` cluster, store probe results on its node.
 
 The runtime (runtime.py, cgroups.py, workloads.py, probe.py) knows nothing of Django. The collector reads a running
-lab through apps/collector/sources/lab.py, with the node agent's cgroupfs reader.
+lab through apps/collector/sources/lab/, with the node agent's cgroupfs reader.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""POST ingest/: real agent payloads (apps.collector.agent.collect() over a cgroup tree built from the captured files in
+"""POST ingest/: real agent payloads (agent.cputune_agent.collect() over a cgroup tree built from the captured files in
 tests/fixtures/cgroup/) are stored as samples; hostile payloads are refused with a 400 naming the field.
 
 Counter figures are read off the fixture files: v1-linux-6.18-throttled/cpu.stat has nr_periods 33, nr_throttled 32,
@@ -21,10 +21,10 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from agent import cputune_agent as agent
 from apps.api.models import ApiToken
 from apps.api.services import create_token
 from apps.clusters.models import Cluster, Node
-from apps.collector import agent
 from apps.telemetry.ingest import ingest
 from apps.telemetry.models import Sample
 from apps.telemetry.readings import Batch, ContainerInfo, NodeInfo, PodInfo

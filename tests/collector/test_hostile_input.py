@@ -34,8 +34,8 @@ from apps.clusters.services import register_cluster
 from apps.collector.cadvisor import MAX_LINE_BYTES
 from apps.collector.models import CollectionRun
 from apps.collector.services import collect_once
-from apps.collector.sources import kubernetes as kubernetes_source
-from apps.collector.sources.kubernetes import MAX_SCRAPE_BYTES, MAX_SCRAPE_LINE_BYTES
+from apps.collector.sources.kubernetes import client as kubernetes_source
+from apps.collector.sources.kubernetes.client import MAX_SCRAPE_BYTES, MAX_SCRAPE_LINE_BYTES
 from apps.dashboard.selectors import pod_detail
 from apps.telemetry.models import Sample
 from standins.apiserver import ApiServerStandin, ClusterObjects, Faults
@@ -184,7 +184,7 @@ django.setup()
 from datetime import UTC, datetime
 
 from apps.clusters.models import Cluster
-from apps.collector.registry import KubernetesAdapter
+from apps.collector.sources.kubernetes.source import KubernetesAdapter
 
 
 def status_kb(key):

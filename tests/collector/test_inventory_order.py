@@ -12,8 +12,8 @@ from django.db import connection, connections
 
 from apps.clusters.models import Container, Pod
 from apps.collector.models import CollectionRun
-from apps.collector.registry import Inventory, NodeRead
 from apps.collector.services import collect_inventory, collect_node, start_run, store_node_list, store_pod_list
+from apps.collector.sources.base import Inventory, NodeRead
 from apps.telemetry.ingest import ingest_readings, lock_cluster_ingest
 from tests import factories as f
 from tests.drill.harness import wait_until

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from apps.collector import inventory
-from apps.collector.sources import NodeScrapeError, SourceError
-from apps.collector.sources.kubernetes import KubernetesSource, kubelet_base_url
+from apps.collector.sources.base import NodeScrapeError, SourceError
+from apps.collector.sources.kubernetes.client import KubernetesSource, kubelet_base_url
 from standins.apiserver import ApiServerStandin, Faults
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -29,16 +29,11 @@ from apps.collector.cadvisor import parse_cadvisor
 from apps.collector.dump import import_dump
 from apps.collector.inventory import list_items, nodes_from_objects, pods_from_objects
 from apps.collector.models import CollectionRun
-from apps.collector.registry import SourceUnavailable
 from apps.collector.services import collect_once
-from apps.collector.sources import NodeScrapeError
-from apps.collector.sources.prometheus import (
-    PrometheusAdapter,
-    PrometheusClient,
-    PrometheusError,
-    VectorSample,
-    inventory_from_vectors,
-)
+from apps.collector.sources.base import NodeScrapeError, SourceUnavailable
+from apps.collector.sources.prometheus.client import PrometheusClient, PrometheusError
+from apps.collector.sources.prometheus.convert import VectorSample, inventory_from_vectors
+from apps.collector.sources.prometheus.source import PrometheusAdapter
 from apps.telemetry.models import Sample
 from apps.telemetry.readings import CounterReading
 

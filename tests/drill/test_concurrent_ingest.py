@@ -84,7 +84,7 @@ class _BarrierSource:
         self.barrier = barrier
 
     def inventory(self):
-        from apps.collector.registry import Inventory
+        from apps.collector.sources.base import Inventory
 
         self.barrier.wait(timeout=20)
         nodes = [f.node_info(f"node-{i}") for i in range(20)]

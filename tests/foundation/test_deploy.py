@@ -59,7 +59,7 @@ def test_every_manage_py_command_in_the_manifests_exists():
 
 
 def test_the_agent_daemonset_arguments_parse_with_the_agent(monkeypatch):
-    from apps.collector import agent
+    from agent import cputune_agent as agent
 
     monkeypatch.setenv("CPUTUNE_AGENT_TOKEN", "from-the-secret")  # the DaemonSet passes the token this way
 

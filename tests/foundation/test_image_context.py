@@ -28,7 +28,7 @@ def build_context() -> set[str]:
 
 def test_the_image_holds_the_product_and_none_of_the_test_doubles():
     context = build_context()
-    assert {"manage.py", "requirements.txt", "cputune/settings.py", "apps/collector/agent.py"} <= context
+    assert {"manage.py", "requirements.txt", "cputune/settings.py", "agent/cputune_agent.py"} <= context
     assert any(f.startswith("templates/") for f in context) and any(f.startswith("static/") for f in context)
     leaked = sorted(f for f in context if f.split("/")[0] in {"standins", "tests", "benchmarks"})
     assert leaked == []

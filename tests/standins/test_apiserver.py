@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from apps.collector.sources.kubernetes import KubernetesSource
+from apps.collector.sources.kubernetes.client import KubernetesSource
 from standins.apiserver import ApiServerStandin
 
 CLUSTER = Path(__file__).resolve().parents[1] / "fixtures" / "clusters" / "k8s-1.33-minikube"
@@ -158,7 +158,7 @@ def test_the_source_inventory_and_standin_modules_import_no_django() -> None:
     # Django services call these modules; the benchmark and manual trials run them without Django settings.
     code = (
         "import sys\n"
-        "import apps.collector.inventory, apps.collector.sources.kubernetes, standins.apiserver\n"
+        "import apps.collector.inventory, apps.collector.sources.kubernetes.client, standins.apiserver\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'celery', 'rest_framework')))\n"
     )
     root = Path(__file__).resolve().parents[2]

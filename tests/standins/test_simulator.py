@@ -21,8 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from apps.advisor.kernel import kernel_verdict
 from apps.collector import inventory
 from apps.collector.cadvisor import parse_cadvisor
-from apps.collector.sources import NodeScrapeError
-from apps.collector.sources.kubernetes import KubernetesSource
+from apps.collector.sources.base import NodeScrapeError
+from apps.collector.sources.kubernetes.client import KubernetesSource
 from standins.simulator import SimulatedCluster, SimulatorConfig, SimulatorServer, go_float
 from tests.collector.test_cadvisor import reference_readings
 

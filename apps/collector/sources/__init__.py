@@ -1,24 +1,9 @@
-"""Where cluster data comes from. Each source lives in its own module and imports its client library itself, so
-importing this package costs nothing and a missing optional client only breaks the source that needs it.
+"""Where cluster data comes from: one folder per source, each of the same shape —
 
-The errors every source raises live here, so callers can catch them without importing any client:
-`SourceError` for a failure that stops the whole call (listing pods, loading credentials), `NodeScrapeError` for one
-node that could not be read (the collector records it and goes on with the other nodes).
+- `client.py` talks to the outside (HTTP, the kubernetes client, files) and hands back what it was sent;
+- `convert.py` turns those payloads into readings and inventory: pure functions, tested on captured payloads;
+- `source.py` is the Source the collector calls (`base.Source`), built from the two.
+
+`base.py` holds the interface, its values and its errors. Sources import it and never the registry, which maps a
+cluster's source kind to one of them.
 """
-
-from __future__ import annotations
-
-__all__ = ["NodeScrapeError", "SourceError"]
-
-
-class SourceError(Exception):
-    """A source could not do what was asked; the message names the server, the request and the HTTP status."""
-
-
-class NodeScrapeError(SourceError):
-    """One node's kubelet could not be read; the other nodes are unaffected."""
-
-    def __init__(self, node: str, message: str, status: int | None = None) -> None:
-        super().__init__(f"node {node}: {message}")
-        self.node = node
-        self.status = status  # the HTTP status when there was an answer, else None (timeout, refused, garbage)

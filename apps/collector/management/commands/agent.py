@@ -1,4 +1,4 @@
-"""`manage.py agent`: run the node agent from a Django install (the DaemonSet image runs apps/collector/agent.py alone)."""
+"""`manage.py agent`: run the node agent from a Django install (the DaemonSet image runs agent/cputune_agent.py alone)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.collector import agent
+from agent import cputune_agent
 
 
 class Command(BaseCommand):
     help = "Read this node's kubelet CPU cgroups and push them to cputune's ingest API every --interval seconds."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        agent.add_arguments(parser)
+        cputune_agent.add_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        status = agent.run(agent.AgentOptions.from_mapping(options))
+        status = cputune_agent.run(cputune_agent.AgentOptions.from_mapping(options))
         if status != 0:
             raise CommandError(f"agent stopped with status {status} (see the log above)", returncode=status)

@@ -1,4 +1,4 @@
-"""The Kubernetes source: nodes and pods from the API server, and per node the kubelet's cAdvisor scrape and
+"""The Kubernetes source's client: nodes and pods from the API server, and per node the kubelet's cAdvisor scrape and
 (opt-in) its kubelet configuration. Built on the official `kubernetes` client; only this module imports it.
 
 Permissions (read-only ClusterRole):
@@ -7,11 +7,8 @@ Permissions (read-only ClusterRole):
   `kubelet_direct=True`, which talks to each kubelet's port 10250 with the same credentials;
 - `get` on `nodes/proxy` for `kubelet_config()` (`read_kubelet_config=True`) in either mode — see its docstring.
 
-Lists are read in pages (`limit` / `continue`) with `_preload_content=False` and parsed as plain JSON, measured
-on the fixture pods (kubernetes 37.0.1, Python 3.11, a busy 2-core machine): the client's model deserializer took
-12 ms for the 24 pods (100 KB) of the 1.33 fixture where `json.loads` took 1 ms; through the API-server stand-in,
-1,200 replicated pods took 2.5 s as models and 0.45 s as JSON *including* the conversion to PodInfo. At 150,000
-pods that is minutes saved per list, and the inventory reads plain dicts anyway.
+Lists are read in pages (`limit` / `continue`) with `_preload_content=False` and parsed as plain JSON: the client's
+model deserializer is several times slower than `json.loads`, and the inventory reads plain dicts anyway.
 
 Timeouts are per request, body included: a kubelet that hangs or dribbles its scrape costs at most
 `request_timeout_s` (plus one socket read) and raises NodeScrapeError for that node only. Read timeouts are not
@@ -19,19 +16,17 @@ retried — the next collection cycle is the retry — so a hanging node never h
 
 Sizes are bounded as the scrape streams in: a line longer than MAX_SCRAPE_LINE_BYTES is cut to that length on
 arrival (the parser then refuses it by line number and keeps the rest), and a scrape that would keep more than
-MAX_SCRAPE_BYTES is refused whole. The body is held once, not copied to join or to check its encoding: reading and
-parsing a 51 MB scrape peaked at 1.05× its size, where it was 1.94× (tests/collector/test_hostile_input.py).
+MAX_SCRAPE_BYTES is refused whole. The body is held once, never copied to join or to check its encoding, so a node's
+read costs about the size of its scrape (tests/collector/test_hostile_input.py holds it to that).
 """
 
 from __future__ import annotations
 
-import codecs
 import copy
 import io
 import ipaddress
 import json
 import logging
-import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -45,10 +40,11 @@ from kubernetes.config.config_exception import ConfigException
 
 from apps.collector import inventory
 from apps.collector.cadvisor import MAX_LINE_BYTES
-from apps.collector.sources import NodeScrapeError, SourceError
+from apps.collector.sources.base import NodeScrapeError, SourceError
+from apps.collector.sources.kubernetes.convert import check_metrics_text, error_text, json_object
 from apps.telemetry.readings import NodeInfo, PodInfo
 
-__all__ = ["KubernetesSource", "NodeScrapeError", "SourceError", "kubelet_base_url"]
+__all__ = ["KubernetesSource", "kubelet_base_url"]
 
 _Item = TypeVar("_Item")
 
@@ -57,9 +53,8 @@ logger = logging.getLogger(__name__)
 # One retry for a refused or reset connection; none for read timeouts or HTTP statuses (see the module docstring).
 _RETRIES = urllib3.Retry(total=1, connect=1, read=0, status=0, redirect=0, other=0)
 _CHUNK_BYTES = 256 * 1024
-# A scrape costs ~66 KB per pod (the recorded 1.33 kubelet: 1.36 MB for 19 pods), so ~7 MB at the default maxPods of
-# 110 and ~17 MB at the 250-odd pods some managed clusters allow. 64 MiB leaves room for pods of many containers and
-# stops a runaway answer before it costs a worker much more than that (the body is held once).
+# A scrape costs tens of KB per pod, so a few MB at the default maxPods of 110. 64 MiB leaves room for large nodes and
+# pods of many containers, and stops a runaway answer before it costs a worker much more than that (held once).
 MAX_SCRAPE_BYTES = 64 * 1024 * 1024
 # Lines are cut to this on arrival: twice what the parser reads, so it still sees the line as too long and names it.
 MAX_SCRAPE_LINE_BYTES = 2 * MAX_LINE_BYTES
@@ -67,12 +62,9 @@ MAX_SCRAPE_LINE_BYTES = 2 * MAX_LINE_BYTES
 MAX_SCRAPE_RECEIVED_BYTES = 4 * MAX_SCRAPE_BYTES
 MAX_LIST_PAGE_BYTES = 512 * 1024 * 1024
 MAX_PROBLEM_CHARS = 2000  # an object's problem quotes its names, which a broken object may make megabytes long
-_UTF8_CHECK_BYTES = 1024 * 1024
 _FINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 _SCRAPE_ACCEPT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
 _TEXT_TYPES = ("text/", "application/openmetrics-text")
-_FIRST_SAMPLE = re.compile(rb"^[a-zA-Z_:][a-zA-Z0-9_:]*(?:\{|\s)")
-_NON_SPACE = re.compile(rb"\S")
 
 
 def kubelet_base_url(address: str, port: int = inventory.DEFAULT_KUBELET_PORT, scheme: str = "https") -> str:
@@ -189,10 +181,10 @@ class KubernetesSource:
             node_name, client, host, path, _SCRAPE_ACCEPT, MAX_SCRAPE_BYTES, _LongLines(MAX_SCRAPE_LINE_BYTES)
         )
         if status != 200:
-            raise NodeScrapeError(node_name, f"GET {host}{path} answered HTTP {status}: {_error_text(body)}", status)
+            raise NodeScrapeError(node_name, f"GET {host}{path} answered HTTP {status}: {error_text(body)}", status)
         if not content_type.lower().startswith(_TEXT_TYPES):
             raise NodeScrapeError(node_name, f"GET {host}{path} answered {content_type or 'no content type'}, not text")
-        _check_metrics_text(node_name, body)
+        check_metrics_text(node_name, body)
         return body
 
     def kubelet_config(self, node_name: str) -> dict[str, Any] | None:
@@ -209,7 +201,7 @@ class KubernetesSource:
         if status != 200:
             hint = " (the credentials need get on nodes/proxy)" if status in (401, 403) else ""
             raise NodeScrapeError(
-                node_name, f"GET {host}{path} answered HTTP {status}{hint}: {_error_text(body)}", status
+                node_name, f"GET {host}{path} answered HTTP {status}{hint}: {error_text(body)}", status
             )
         try:
             config = json.loads(body).get("kubeletconfig")
@@ -244,8 +236,8 @@ class KubernetesSource:
         convert: Callable[[list[Mapping[str, Any]]], tuple[list[_Item], list[str]]],
         **params: Any,
     ) -> tuple[list[_Item], list[str]]:
-        """Every item of a list, converted page by page (problems cut to MAX_PROBLEM_CHARS): listing 100,000 pods
-        of 3.5 KB peaked at 1.6 GB when every page's dicts were kept until the end, at 97 MB converted per page."""
+        """Every item of a list, converted page by page (problems cut to MAX_PROBLEM_CHARS), so that only one page's
+        dicts are held at a time: a cluster's whole list of pods as dicts would cost gigabytes."""
         restarted = False
         while True:
             items: list[_Item] = []
@@ -261,7 +253,7 @@ class KubernetesSource:
                         _request_timeout=self.request_timeout_s,
                         **params,
                     )
-                    page = _json_object(_read_body(response, deadline, MAX_LIST_PAGE_BYTES), f"a {resource} page")
+                    page = json_object(_read_body(response, deadline, MAX_LIST_PAGE_BYTES), f"a {resource} page")
                     converted, page_problems = convert(inventory.list_items(page))
                     items.extend(converted)
                     problems.extend(problem[:MAX_PROBLEM_CHARS] for problem in page_problems)
@@ -299,7 +291,7 @@ class KubernetesSource:
         try:
             response = self._core.read_node(node_name, _preload_content=False, _request_timeout=self.request_timeout_s)
             body = _read_body(response, deadline, MAX_LIST_PAGE_BYTES)
-            return _json_object(body, f"node {node_name}")
+            return json_object(body, f"node {node_name}")
         except ApiException as error:
             message = f"reading the node from {self.server}: HTTP {error.status}: {_api_error_text(error)}"
             raise NodeScrapeError(node_name, message, error.status) from None
@@ -467,68 +459,6 @@ def _read_body(response: Any, deadline: float, max_bytes: int, long_lines: _Long
     return body.getvalue()
 
 
-def _json_object(body: bytes, what: str) -> dict[str, Any]:
-    try:
-        value = json.loads(body)
-    except ValueError:
-        raise ValueError(f"{what} is not JSON: {_error_text(body)}") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{what} is a JSON {type(value).__name__}, expected an object")
-    return value
-
-
-def _check_metrics_text(node_name: str, body: bytes) -> None:
-    text_start = _NON_SPACE.search(body)
-    if text_start is None:
-        raise NodeScrapeError(node_name, "the scrape is empty")
-    if b"\x00" in body:
-        raise NodeScrapeError(node_name, f"the scrape holds binary bytes, not metrics text ({len(body)} bytes)")
-    not_utf8 = _not_utf8(body)
-    if not_utf8 is not None:
-        raise NodeScrapeError(node_name, f"the scrape is not UTF-8 text: {not_utf8}")
-    first = _first_sample_line(body, text_start.start())
-    if first and not _FIRST_SAMPLE.match(first):
-        raise NodeScrapeError(node_name, f"the scrape does not look like metrics text: {first[:80]!r}")
-
-
-def _not_utf8(body: bytes) -> str | None:
-    """Where the body stops being UTF-8 ("line 12, byte 3456: …"), or None when it is UTF-8 throughout.
-
-    Decoded a slice of whole lines at a time (no UTF-8 character holds a newline byte): decoding the whole body
-    at once made a copy of it as large as the body.
-    """
-    if body.isascii():
-        return None
-    view = memoryview(body)
-    start, size = 0, len(body)
-    while start < size:
-        end = body.find(b"\n", start + _UTF8_CHECK_BYTES)
-        end = size if end < 0 else end + 1
-        try:
-            codecs.utf_8_decode(view[start:end], "strict", True)
-        except UnicodeDecodeError as error:
-            position = start + error.start
-            line = body.count(b"\n", 0, position) + 1
-            return f"line {line}, byte {position}: {bytes(view[max(0, position - 40) : position + 20])!r}"
-        start = end
-    return None
-
-
-def _first_sample_line(body: bytes, start: int) -> bytes:
-    """The first line from `start` that is neither blank nor a comment (b"" if none), found without splitting the
-    whole body: splitting a 3 MB scrape into lines took 5 ms per node, to look at one line."""
-    size = len(body)
-    while start < size:
-        end = body.find(b"\n", start)
-        if end < 0:
-            end = size
-        line = body[start:end].rstrip(b"\r")
-        if line.strip() and not line.startswith(b"#"):
-            return line
-        start = end + 1
-    return b""
-
-
 def _describe(error: BaseException, source: KubernetesSource) -> str:
     reason: BaseException = error
     if isinstance(error, urllib3.exceptions.MaxRetryError) and error.reason is not None:
@@ -542,20 +472,8 @@ def _describe(error: BaseException, source: KubernetesSource) -> str:
     return f"{type(reason).__name__}: {reason}"
 
 
-def _error_text(body: bytes, limit: int = 300) -> str:
-    """The useful part of an error answer: a Status message when it is one, else its first characters."""
-    try:
-        status = json.loads(body)
-        if isinstance(status, dict) and status.get("message"):
-            return str(status["message"])[:limit]
-    except ValueError:
-        pass
-    text = body[:limit].decode("utf-8", errors="replace").strip()
-    return text or "(empty answer)"
-
-
 def _api_error_text(error: ApiException) -> str:
     body = error.body
     if isinstance(body, str) and body:
-        return _error_text(body.encode())
+        return error_text(body.encode())
     return str(error.reason or "no details")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.collector import agent
+from agent import cputune_agent as agent
 
 CPU_MOUNT = Path("/sys/fs/cgroup/cpu")
 CPUACCT_MOUNT = Path("/sys/fs/cgroup/cpuacct")

@@ -1,7 +1,7 @@
 """The node agent: cgroup file parsers, kubelet path mapping, tree walking, node facts and the pushing loop.
 
 Expected figures are read off the fixture files by hand (tests/fixtures/cgroup/, see its README.md), not produced by the
-code under test. The real-cgroup counterpart is test_agent_real_cgroup.py.
+code under test. The real-cgroup counterpart is test_cputune_agent_real_cgroup.py.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from apps.collector import agent
+from agent import cputune_agent as agent
 from apps.telemetry import counters
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cgroup"

@@ -1,10 +1,13 @@
 """cputune node agent: read the CPU cgroup counters of every Kubernetes container on this node and push them.
 
-Standard library only (Python >= 3.11), no project imports: this file ships alone in a slim DaemonSet image and runs as
-``python -m apps.collector.agent`` or ``python agent.py``. ``python manage.py agent`` is a thin wrapper around `run`.
+One file past 600 lines on purpose: it ships alone, the DaemonSet image (Dockerfile.agent) copies it and nothing else.
 
-    python agent.py --server https://cputune.example --token TOKEN [--cgroup-root /sys/fs/cgroup]
-                    [--interval 15] [--once] [--node NAME]
+Standard library only (Python >= 3.11), no project imports. It runs as ``python cputune_agent.py`` (in the image,
+``/agent/agent.py``) or ``python -m agent.cputune_agent``; ``python manage.py agent`` imports it and calls `run`, and
+the lab source reads its cgroups with `collect`.
+
+    python cputune_agent.py --server https://cputune.example --token TOKEN [--cgroup-root /sys/fs/cgroup]
+                            [--interval 15] [--once] [--node NAME]
 
 Without ``--cgroup-root`` the cpu controller is found from /proc/self/mountinfo. With it, the directory may hold a
 cgroup v2 tree (``cgroup.controllers`` lists ``cpu``) or v1 mounts ``cpu,cpuacct``, ``cpuacct,cpu`` or separate
@@ -77,10 +80,9 @@ from typing import Any, TypedDict
 AGENT_VERSION = "1"
 INGEST_PATH = "/api/v1/ingest/"
 
-# Mirrors apps/telemetry/counters.py (MAX_SANE, check_counter), which this module cannot import because it ships
-# alone: a cumulative counter above 2**53 cannot be real (2**53 ns of throttled time is 104 days of every thread
-# waiting) and is an overflowed or corrupt value, e.g. runc's test data `throttled_time 18446744073709551615`.
-# tests/collector/test_agent.py asserts that both rules accept and reject the same values.
+# Mirrors apps/telemetry/counters.py (MAX_SANE, check_counter), which this file cannot import because it ships alone:
+# a cumulative counter above 2**53 cannot be real (2**53 ns of throttled time is 104 days of every thread waiting) and
+# is an overflowed or corrupt value such as 2**64 - 1. tests/agent/test_cputune_agent.py checks that both rules agree.
 MAX_SANE_COUNTER = 2**53
 
 NS_PER_SECOND = 1_000_000_000

@@ -1,0 +1,1 @@
+"""The Kubernetes source: `client` (API server and kubelets), `convert` (their payloads → values), `source`."""
