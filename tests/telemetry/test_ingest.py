@@ -157,3 +157,20 @@ def test_the_throttle_ratio_is_undefined_without_periods_and_never_above_one(thr
     from apps.telemetry.counters import throttle_ratio
 
     assert throttle_ratio(throttled, periods) == ratio
+
+
+def test_no_module_but_telemetry_counters_divides_throttled_periods_by_periods():
+    """One formula for the throttle ratio: a second one (a chart, a source) drifted from it before (no clamp)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    formula = re.compile(r"throttled[\w.\[\]\"']*\s*/\s*[\w.\[\]\"']*periods")
+    found = [
+        f"{path.relative_to(root)}:{n}"
+        for folder in ("apps", "agent", "standins", "cputune")
+        for path in sorted((root / folder).rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if formula.search(line.split("#")[0]) and "Δ" not in line  # Δ: the formula in prose
+    ]
+    assert [f for f in found if not f.startswith("apps/telemetry/counters.py")] == []
