@@ -161,16 +161,16 @@ def test_the_throttle_ratio_is_undefined_without_periods_and_never_above_one(thr
 
 def test_no_module_but_telemetry_counters_divides_throttled_periods_by_periods():
     """One formula for the throttle ratio: a second one (a chart, a source) drifted from it before (no clamp)."""
-    import re
+    import ast
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    formula = re.compile(r"throttled[\w.\[\]\"']*\s*/\s*[\w.\[\]\"']*periods")
-    found = [
-        f"{path.relative_to(root)}:{n}"
-        for folder in ("apps", "agent", "standins", "cputune")
-        for path in sorted((root / folder).rglob("*.py"))
-        for n, line in enumerate(path.read_text().splitlines(), 1)
-        if formula.search(line.split("#")[0]) and "Δ" not in line  # Δ: the formula in prose
-    ]
-    assert [f for f in found if not f.startswith("apps/telemetry/counters.py")] == []
+    found = []
+    for folder in ("apps", "agent", "standins", "cputune"):
+        for path in sorted((root / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+                    left, right = ast.unparse(node.left), ast.unparse(node.right)
+                    if "throttled" in left and "period" in right and "seconds" not in left:
+                        found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert [f.split(":")[0] for f in found] == ["apps/telemetry/counters.py"], found
