@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
-from apps.telemetry.counters import check_counter, counter_delta, throttle_ratio
-from apps.telemetry.readings import CounterReading
+from apps.telemetry.counters import throttle_ratio
 
 MCPU_PER_CPU = 1000.0
 
@@ -102,73 +101,6 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
         return float(sorted_values[-1])
     fraction = rank - low
     return sorted_values[low] + (sorted_values[low + 1] - sorted_values[low]) * fraction
-
-
-def rows_from_readings(readings: Iterable[CounterReading]) -> list[SampleRow]:
-    """Turn one container's cumulative readings, oldest first, into sample rows with deltas.
-
-    The first reading gets no deltas. A counter that goes backwards is a reset: its delta is the new value
-    (counter_delta). A repeated timestamp (the same scrape stored twice) is skipped. Raises ValueError when
-    readings go back in time and BadCounter (a ValueError) for a counter that cannot be real, naming it.
-    """
-    rows: list[SampleRow] = []
-    previous: CounterReading | None = None
-    for reading in readings:
-        where = f"{reading.namespace}/{reading.pod}/{reading.container} at {reading.ts.isoformat()}"
-        check_counter(f"nr_periods of {where}", reading.periods_total)
-        check_counter(f"nr_throttled of {where}", reading.throttled_periods_total)
-        check_counter(f"throttled time of {where}", reading.throttled_seconds_total)
-        check_counter(f"CPU usage of {where}", reading.usage_seconds_total)
-        threads = reading.threads if reading.threads is not None and reading.threads > 0 else None
-        if previous is None:
-            rows.append(
-                SampleRow(
-                    ts=reading.ts,
-                    interval_s=None,
-                    periods_delta=None,
-                    throttled_periods_delta=None,
-                    throttled_seconds_delta=None,
-                    usage_seconds_delta=None,
-                    threads=threads,
-                    periods_total=reading.periods_total,
-                    throttled_periods_total=reading.throttled_periods_total,
-                    usage_seconds_total=reading.usage_seconds_total,
-                )
-            )
-            previous = reading
-            continue
-        if (reading.namespace, reading.pod, reading.container) != (
-            previous.namespace,
-            previous.pod,
-            previous.container,
-        ):
-            raise ValueError(
-                f"readings of two containers in one series: {where} after {previous.pod}/{previous.container}"
-            )
-        if reading.ts == previous.ts:
-            continue
-        if reading.ts < previous.ts:
-            raise ValueError(f"readings out of order: {where} follows {previous.ts.isoformat()}")
-        periods_delta, _ = counter_delta(previous.periods_total, reading.periods_total)
-        throttled_delta, _ = counter_delta(previous.throttled_periods_total, reading.throttled_periods_total)
-        throttled_seconds_delta, _ = counter_delta(previous.throttled_seconds_total, reading.throttled_seconds_total)
-        usage_delta, _ = counter_delta(previous.usage_seconds_total, reading.usage_seconds_total)
-        rows.append(
-            SampleRow(
-                ts=reading.ts,
-                interval_s=(reading.ts - previous.ts).total_seconds(),
-                periods_delta=None if periods_delta is None else int(periods_delta),
-                throttled_periods_delta=None if throttled_delta is None else int(throttled_delta),
-                throttled_seconds_delta=throttled_seconds_delta,
-                usage_seconds_delta=usage_delta,
-                threads=threads,
-                periods_total=reading.periods_total,
-                throttled_periods_total=reading.throttled_periods_total,
-                usage_seconds_total=reading.usage_seconds_total,
-            )
-        )
-        previous = reading
-    return rows
 
 
 class _Sums(NamedTuple):
@@ -291,7 +223,7 @@ def summarize_window(
                 usage_active = None
                 if row.usage_seconds_total is not None and row.periods_total and period_us:
                     usage_active = row.usage_seconds_total / (row.periods_total * period_us / 1e6) * MCPU_PER_CPU
-                return _lifetime_from_totals(
+                return lifetime_from_totals(
                     window_end=row.ts,
                     periods_total=row.periods_total,
                     throttled_periods_total=row.throttled_periods_total,
@@ -327,7 +259,7 @@ def summarize_window(
     )
 
 
-def _lifetime_from_totals(
+def lifetime_from_totals(
     *,
     window_end: datetime,
     periods_total: int | None,
@@ -359,28 +291,6 @@ def _lifetime_from_totals(
         lifetime=True,
         gaps_ignored=gaps,
         usage_active_mcpu=usage_active_mcpu,
-    )
-
-
-def lifetime_summary(reading: CounterReading) -> WindowSummary:
-    """Figures since the container started, from one reading: ratio = nr_throttled / nr_periods, labelled lifetime.
-
-    Usage over time is unknown (the start is not), but with a known period `usage_active_mcpu` gives the CPU it
-    used per period it ran: usage ÷ (nr_periods × period). Raises BadCounter for a counter that cannot be real.
-    """
-    where = f"{reading.namespace}/{reading.pod}/{reading.container} at {reading.ts.isoformat()}"
-    check_counter(f"nr_periods of {where}", reading.periods_total)
-    check_counter(f"nr_throttled of {where}", reading.throttled_periods_total)
-    check_counter(f"CPU usage of {where}", reading.usage_seconds_total)
-    usage_active = None
-    if reading.usage_seconds_total is not None and reading.periods_total and reading.period_us:
-        usage_active = reading.usage_seconds_total / (reading.periods_total * reading.period_us / 1e6) * MCPU_PER_CPU
-    return _lifetime_from_totals(
-        window_end=reading.ts,
-        periods_total=reading.periods_total,
-        throttled_periods_total=reading.throttled_periods_total,
-        threads=reading.threads if reading.threads is not None and reading.threads > 0 else None,
-        usage_active_mcpu=usage_active,
     )
 
 

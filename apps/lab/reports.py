@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from apps.lab.workloads import ParamValue
+from apps.lab.workloads import Demand, ParamValue, estimated_demand
 from apps.telemetry.readings import ContainerInfo, NodeInfo, PodInfo
 
 
@@ -58,6 +58,15 @@ class LabInventory:
     root: str
     period_us: int
     containers: tuple[LabContainer, ...]
+
+    def demand(self) -> Demand:
+        """The CPU the containers' workloads use together, each capped at its limit: average and peak (the peaks
+        are summed, an upper bound: bursts need not coincide)."""
+        parts = [
+            estimated_demand(c.workload, c.workload_params, c.limit_mcpu / 1000 if c.limit_mcpu else None)
+            for c in self.containers
+        ]
+        return Demand(sum(d.average_cores for d in parts), sum(d.peak_cores for d in parts))
 
     def pods(self) -> tuple[PodInfo, ...]:
         """The pods as readings.PodInfo values, containers in scenario order."""
@@ -127,6 +136,7 @@ class ContainerStatus:
     container: str
     leader_alive: bool
     tasks: int  # processes in the container's cgroup now
+    expected_tasks: int  # what its workload starts: fewer running means part of it died
     nr_periods: int | None
     nr_throttled: int | None
     throttled_seconds: float | None

@@ -46,7 +46,7 @@ from apps.lab.reports import (
     LabStatus,
 )
 from apps.lab.scenario import Scenario, ScenarioError, load_scenario, parse_scenario
-from apps.lab.workloads import command_line
+from apps.lab.workloads import command_line, task_count
 from apps.telemetry.readings import NodeInfo
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -549,6 +549,7 @@ def lab_status(state_dir: str | Path = DEFAULT_STATE_DIR) -> LabStatus:
                 container=c.container,
                 leader_alive=alive,
                 tasks=len(cgroups.read_pids(c.cpu_dir)),
+                expected_tasks=task_count(c.workload, c.workload_params),
                 nr_periods=stat.get("nr_periods"),
                 nr_throttled=stat.get("nr_throttled"),
                 throttled_seconds=throttled_s,

@@ -109,7 +109,7 @@ def test_the_walk_follows_project_imports_into_the_modules_the_core_uses() -> No
     assert {
         "apps.clusters.kubelet",
         "apps.telemetry.counters",
-        "apps.telemetry.readings",
+        "apps.words",
         "apps.advisor.kernel",
     } <= reached
 

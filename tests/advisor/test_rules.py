@@ -20,8 +20,9 @@ from apps.advisor.rules import (
     round_up_mcpu,
     shortfall_text,
 )
-from apps.advisor.windows import WindowSummary, lifetime_summary
+from apps.advisor.windows import WindowSummary
 from apps.words import format_number, plural
+from tests.advisor.series import lifetime_summary
 from tests.advisor.test_windows import FIXTURES, cadvisor_values, reading_from_cadvisor
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)

@@ -16,14 +16,13 @@ from hypothesis import strategies as st
 from apps.advisor.windows import (
     RollupRow,
     SampleRow,
-    lifetime_summary,
     percentile,
-    rows_from_readings,
     summarize_rollups,
     summarize_window,
 )
 from apps.telemetry.counters import BadCounter
 from apps.telemetry.readings import CounterReading
+from tests.advisor.series import lifetime_summary, rows_from_readings
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)

@@ -333,5 +333,8 @@ def test_the_default_scenario_runs_every_workload_and_stays_light(
     assert all(c.leader_alive for c in status.containers)
     tasks = {c.container: c.tasks for c in status.containers}
     assert tasks["indexer"] == 9 and tasks["engine"] == 1 and tasks["fibtest"] == 5
+    assert all(c.tasks == c.expected_tasks for c in status.containers)  # what `lab status` prints as "9 of 9 tasks"
+    demand = state.inventory.demand()  # what `lab up` prints
+    assert 1.0 <= demand.average_cores <= 1.3 and demand.peak_cores <= 1.5 and cores <= demand.peak_cores + 0.1
     # Designed peak (bursty is in its first burst now): 1.46 cores, each container capped by its quota.
     assert cores <= 1.55, cores

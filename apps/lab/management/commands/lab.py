@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.lab import services
 from apps.lab.runtime import LabError
 from apps.telemetry.counters import throttle_ratio
+from apps.words import format_number, plural
 
 EXIT_NOT_POSSIBLE = 3
 
@@ -64,6 +65,11 @@ class Command(BaseCommand):
             f"({(inventory.node.capacity_mcpu or 0) // 1000} CPUs, kernel {inventory.node.kernel_version}). "
             f"Registered as cluster '{services.LAB_CLUSTER}'; collections read it every cycle. Stop it with: manage.py lab down"
         )
+        demand = inventory.demand()
+        self.stdout.write(
+            f"  Its workloads use about {format_number(demand.average_cores)} of this machine's CPUs on average, "
+            f"{format_number(demand.peak_cores)} at most."
+        )
         for note in state.cleanup.notes:
             self.stdout.write(f"  cleaned up first: {note}")
 
@@ -83,5 +89,5 @@ class Command(BaseCommand):
             ratio = "—" if known is None else f"{known:.0%}"
             self.stdout.write(
                 f"  {c.namespace}/{c.pod}/{c.container}: {'running' if c.leader_alive else 'STOPPED'}, "
-                f"{c.tasks} task(s), throttled {ratio} of periods since start"
+                f"{c.tasks} of {plural(c.expected_tasks, 'task')}, throttled {ratio} of periods since start"
             )
