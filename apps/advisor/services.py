@@ -141,9 +141,8 @@ def prepare_refresh(cluster: Cluster, *, now: datetime, windows: Iterable[str] =
             start = now - timedelta(seconds=WINDOW_SECONDS[Window(window)])
             Finding.objects.filter(cluster=cluster, window=window, container__pod__last_seen__lt=start).delete()
             Finding.objects.filter(cluster=cluster, window=window, container__pod__last_seen__isnull=True).delete()
-    # Planner statistics for the pages' reads (the previous refresh wrote as many rows as this one will). Without
-    # them, on a machine without autovacuum, a 15,800-container namespace report joined every finding of the
-    # namespace in nested loops before sorting: 710 ms instead of 270 ms.
+    # Planner statistics for the pages' reads (the previous refresh wrote as many rows as this one will): without
+    # them, where autovacuum is off, a large namespace report nested-loops over every finding (benchmarks/RESULTS.md).
     analyze_tables("advisor_finding")
 
 
@@ -353,8 +352,8 @@ _ROLLUP_COLUMNS_SQL = ", ".join(_ROLLUP_FIELDS)
 
 def _fetch(sql: str, params: list) -> list[tuple]:
     """Rows of a read-only query as tuples. PostgreSQL: server-side binding with binary results — Django's cursor
-    asks for text, and parsing the text of every timestamp took most of the fetch: 30,000 samples in 0.19 s as text,
-    0.06 s binary. Elsewhere Django's cursor."""
+    asks for text, and parsing every timestamp's text was most of the fetch (benchmarks/RESULTS.md). Elsewhere Django's
+    cursor."""
     if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
@@ -376,7 +375,7 @@ def _in_ids(ids: list[int]) -> tuple[str, list]:
 def _sample_rows(ids: list[int], start: datetime, end: datetime) -> list[tuple]:
     """Samples in (start, end] of these containers, oldest first per container, as plain tuples (_SAMPLE_FIELDS).
 
-    Raw SQL: the ORM's row building took 16 of 77 s of a 6,000-container refresh in profiling.
+    Raw SQL: building ORM rows was a large share of a big refresh.
     """
     if not ids:
         return []

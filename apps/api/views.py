@@ -186,7 +186,7 @@ class ContainerList(ApiListView):
         self.cluster, self.namespace = self.get_namespace()
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         # report_row() already is the contract's shape and types; the serializer describes it for the schema. Running
-        # 100 rows through it as well took 45 of a 78 ms request (benchmarks/bench_api.py).
+        # the rows through it as well was most of a page's time (benchmarks/bench_api.py).
         return self.get_paginated_response([report_row(f) for f in page or []])
 
     def select(self, params: dict[str, Any]) -> Any:

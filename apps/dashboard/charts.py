@@ -112,8 +112,8 @@ def _r(value: float | None, digits: int = 1) -> float | None:
 
 # A container's panels: y axis, vertical share of the plot (paper coordinates) and title, with and without the
 # throttle-ratio panel (a container without a CPU limit has no CFS quota, so no periods to be throttled in).
-# Laid out by hand rather than with plotly.subplots.make_subplots, which took ~60–120 ms per figure here against
-# ~5 ms for a plain go.Figure: the pod page's largest cost.
+# Laid out by hand rather than with plotly.subplots.make_subplots, which costs about ten plain figures: it was the
+# pod page's largest cost.
 _USAGE_TITLE = "CPU usage (millicores)"
 _RATIO_TITLE = "Throttle ratio (% of periods)"
 _THREADS_TITLE = "Threads"
