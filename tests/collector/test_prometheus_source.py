@@ -606,3 +606,32 @@ def test_without_owner_series_deployments_are_named_from_the_hash_and_sidecars_a
         "legacy-frontend",
         "BestEffort",
     )
+
+
+@pytest.mark.django_db
+def test_every_counter_family_of_a_cycle_comes_from_one_query_so_from_one_scrape(serve):
+    """Each family queried apart let a scrape land between two queries: a reading got the timestamp of one scrape
+    and the values of the previous one (seen as 92 where the served body said 102). One query, evaluated against one
+    view of Prometheus' head, cannot mix scrapes; its answer still holds every family."""
+    from apps.collector.sources.prometheus.client import PrometheusClient
+    from apps.collector.sources.prometheus.convert import COUNTER_QUERIES
+    from apps.collector.sources.prometheus.source import PrometheusAdapter
+
+    served = serve("k8s-1.33-minikube")
+    cluster, _ = register_cluster("prom-one-query", "prometheus", prometheus_url=served.prometheus.url)
+    adapter = PrometheusAdapter(cluster)
+    asked: list[str] = []
+    real_query = PrometheusClient.query
+
+    def counted(self, promql, at):
+        asked.append(promql)
+        return real_query(self, promql, at)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(PrometheusClient, "query", counted)
+        readings, _ = adapter.cluster_readings(datetime.now(UTC))
+    assert len(asked) == 1 and all(f'"{family}"' in asked[0] for family in COUNTER_QUERIES)
+    with_cfs = [r for r in readings if r.periods_total is not None]
+    assert with_cfs and all(
+        r.throttled_periods_total is not None and r.usage_seconds_total is not None for r in with_cfs
+    )

@@ -124,6 +124,30 @@ COUNTER_QUERIES: dict[str, str] = {
 }
 
 
+FAMILY_LABEL = "cputune_family"
+
+
+def one_query(queries: Mapping[str, str]) -> str:
+    """Several per-container queries as one, each answer tagged with its name in FAMILY_LABEL: Prometheus evaluates
+    one query against one consistent view of its head, so every family of a container comes from the same scrape.
+    Queried apart, a scrape landing between two of them gave a reading the timestamp of one scrape and the values
+    of the one before."""
+    return " or ".join(
+        f'label_replace(({query}), {_string(FAMILY_LABEL)}, {_string(name)}, "", "")' for name, query in queries.items()
+    )
+
+
+def split_families(samples: Iterable[VectorSample], names: Iterable[str]) -> dict[str, list[VectorSample]]:
+    """one_query's answer back into a vector per query name, without the tag."""
+    out: dict[str, list[VectorSample]] = {name: [] for name in names}
+    for sample in samples:
+        labels = dict(sample.labels)
+        name = labels.pop(FAMILY_LABEL, None)
+        if name in out:
+            out[name].append(VectorSample(labels, sample.value))
+    return out
+
+
 def on_node(query: str, node: str) -> str:
     """Restrict a per-container query to the pods kube-state-metrics places on `node`."""
     return f"({query}) and on (namespace, pod) kube_pod_info{{node={_string(node)}}}"

@@ -37,8 +37,10 @@ from apps.collector.sources.prometheus.convert import (
     inventory_from_vectors,
     limited_containers_query,
     on_node,
+    one_query,
     readings_from_vectors,
     running_pods_query,
+    split_families,
     throttle_queries,
 )
 from apps.telemetry.readings import CounterReading
@@ -132,7 +134,7 @@ class PrometheusAdapter:
     def cluster_readings(self, at: datetime, node: str | None = None) -> tuple[list[CounterReading], list[str]]:
         """Every container's reading at `at` (or only `node`'s pods'), and problems. Raises PrometheusError."""
         queries = COUNTER_QUERIES if node is None else {k: on_node(q, node) for k, q in COUNTER_QUERIES.items()}
-        vectors = {family: self.client.query(q, at) for family, q in queries.items()}
+        vectors = split_families(self.client.query(one_query(queries), at), queries)
         return readings_from_vectors(vectors, default_ts=at, pod_nodes=self._pod_nodes)
 
     def throttle_figures(
