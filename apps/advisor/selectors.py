@@ -20,7 +20,7 @@ from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
 from .rules import ContainerFacts, Policy, Recommendation, Shortfall, data_shortfalls
 from .services import next_refresh_at, policy_from_settings
-from .snippets import resource_change
+from .snippets import kubectl_command
 from .windows import WindowSummary
 
 # Report row fields, in the contract's order: JSON keys and CSV columns.
@@ -247,7 +247,7 @@ def recommendation_rows(rows: Iterable[Finding]) -> Iterator[dict[str, Any]]:
     for finding in rows:
         base = report_row(finding)
         for rec in finding.recommendations:
-            change = resource_change(
+            command = kubectl_command(
                 namespace=base["namespace"],
                 pod=base["pod"],
                 container=base["container"],
@@ -278,7 +278,7 @@ def recommendation_rows(rows: Iterable[Finding]) -> Iterator[dict[str, Any]]:
                 "window_end": base["window_end"],
                 "computed_at": finding.computed_at,
                 "periods": base["periods"],
-                "kubectl_command": change.kubectl if change is not None else None,
+                "kubectl_command": command[0] if command is not None else None,
             }
 
 

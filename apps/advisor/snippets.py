@@ -36,6 +36,32 @@ def cpu_quantity(mcpu: int) -> str:
     return f"{mcpu}m"
 
 
+def kubectl_command(
+    *,
+    namespace: str,
+    pod: str,
+    container: str,
+    workload_kind: str | None,
+    workload_name: str | None,
+    request_mcpu: int | None,
+    limit_mcpu: int | None,
+) -> tuple[str, str] | None:
+    """The `kubectl set resources` line that sets the suggested CPU request and/or limit, and its target
+    (`kind/name`); None when the recommendation suggests neither. The CSV carries it for every row, so it stays
+    cheap: no YAML."""
+    if request_mcpu is None and limit_mcpu is None:
+        return None
+    kind = _KUBECTL_KINDS.get(workload_kind or "")
+    target = f"{kind}/{workload_name}" if kind and workload_name else f"pod/{pod}"
+    parts = ["kubectl", "set", "resources", target, "-c", container]
+    if request_mcpu is not None:
+        parts.append(f"--requests=cpu={cpu_quantity(request_mcpu)}")
+    if limit_mcpu is not None:
+        parts.append(f"--limits=cpu={cpu_quantity(limit_mcpu)}")
+    parts += ["-n", namespace]
+    return shlex.join(parts), target
+
+
 def resource_change(
     *,
     namespace: str,
@@ -51,16 +77,18 @@ def resource_change(
     The command targets the pod's owner (kubectl's `kind/name`) so the change survives a rollout; a pod without a
     known owner is targeted directly. Names are shell-quoted where they need it.
     """
-    if request_mcpu is None and limit_mcpu is None:
+    command = kubectl_command(
+        namespace=namespace,
+        pod=pod,
+        container=container,
+        workload_kind=workload_kind,
+        workload_name=workload_name,
+        request_mcpu=request_mcpu,
+        limit_mcpu=limit_mcpu,
+    )
+    if command is None:
         return None
-    kind = _KUBECTL_KINDS.get(workload_kind or "")
-    target = f"{kind}/{workload_name}" if kind and workload_name else f"pod/{pod}"
-    parts = ["kubectl", "set", "resources", target, "-c", container]
-    if request_mcpu is not None:
-        parts.append(f"--requests=cpu={cpu_quantity(request_mcpu)}")
-    if limit_mcpu is not None:
-        parts.append(f"--limits=cpu={cpu_quantity(limit_mcpu)}")
-    parts += ["-n", namespace]
+    kubectl, target = command
     resources: dict[str, dict[str, str]] = {}
     if request_mcpu is not None:
         resources["requests"] = {"cpu": cpu_quantity(request_mcpu)}
@@ -68,4 +96,4 @@ def resource_change(
         resources["limits"] = {"cpu": cpu_quantity(limit_mcpu)}
     # safe_dump quotes any name YAML would read as something else (a number, `null`, `yes`).
     snippet = yaml.safe_dump([{"name": container, "resources": resources}], sort_keys=False, indent=2)
-    return ResourceChange(kubectl=shlex.join(parts), yaml=snippet.rstrip("\n"), target=target)
+    return ResourceChange(kubectl=kubectl, yaml=snippet.rstrip("\n"), target=target)
