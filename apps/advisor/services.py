@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
-import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Max, Q
@@ -25,6 +24,7 @@ from apps.clusters.kubelet import DEFAULT_PERIOD_US, quota_us_from_limit_mcpu, s
 from apps.clusters.models import Cluster, Container, Node
 from apps.db import analyze_tables, copy_rows
 from apps.telemetry.rollups import rollup_hours
+from apps.telemetry.selectors import latest_sample_rows, rollup_rows, sample_rows
 
 from .cfs import SharesFloor, container_shares_floor, quota_ceiling_mcpu, shares_floor
 from .kernel import kernel_verdict
@@ -34,32 +34,6 @@ from .vocabulary import NO_SEVERITY_RANK, SEVERITY_RANK
 from .windows import RollupRow, SampleRow, WindowSummary, summarize_rollups, summarize_window
 
 log = logging.getLogger(__name__)
-_SAMPLE_FIELDS = (
-    "container_id",
-    "ts",
-    "interval_s",
-    "periods_delta",
-    "throttled_periods_delta",
-    "throttled_seconds_delta",
-    "usage_seconds_delta",
-    "threads",
-    "periods_total",
-    "throttled_periods_total",
-    "usage_seconds_total",
-)
-_ROLLUP_FIELDS = (
-    "container_id",
-    "hour",
-    "covered_seconds",
-    "samples",
-    "periods",
-    "throttled_periods",
-    "throttled_seconds",
-    "usage_seconds",
-    "usage_p95_mcpu",
-    "usage_max_mcpu",
-    "threads_max",
-)
 
 
 def policy_from_settings() -> Policy:
@@ -310,10 +284,10 @@ def _summaries(statics: dict[int, _Static], window: str, start: datetime, end: d
     out: dict[int, WindowSummary] = {}
     if window == Window.HOUR:
         rows_by: dict[int, list[SampleRow]] = defaultdict(list)
-        for cid, ts, *rest in _sample_rows(ids, start, end):
+        for cid, ts, *rest in sample_rows(ids, start, end):
             rows_by[cid].append(SampleRow(_aware(ts), *rest))
         # A container without a sample in the window shows its latest one's lifetime totals (seen once, or idle).
-        for cid, ts, *rest in _latest_sample_rows([cid for cid in ids if cid not in rows_by], start):
+        for cid, ts, *rest in latest_sample_rows([cid for cid in ids if cid not in rows_by], start):
             rows_by[cid].append(SampleRow(_aware(ts), *rest))
         interval = float(settings.CPUTUNE_COLLECT_INTERVAL)
         for cid, rows in rows_by.items():
@@ -329,13 +303,9 @@ def _summaries(statics: dict[int, _Static], window: str, start: datetime, end: d
     rollups_by: dict[int, list[RollupRow]] = defaultdict(list)
     first_hour = start.replace(minute=0, second=0, microsecond=0)
     for chunk in _chunks(ids, 2000):
-        condition, params = _in_ids(chunk)
-        fetched = _fetch(
-            f"SELECT {_ROLLUP_COLUMNS_SQL} FROM telemetry_hourlyrollup "  # noqa: S608 - constant columns
-            f"WHERE container_id {condition} AND hour >= %s ORDER BY container_id, hour",
-            [*params, first_hour],
-        )
-        for cid, hour, covered, samples, periods, throttled, throttled_s, usage_s, p95, mx, threads in fetched:
+        for cid, hour, covered, samples, periods, throttled, throttled_s, usage_s, p95, mx, threads in rollup_rows(
+            chunk, first_hour
+        ):
             rollups_by[cid].append(
                 RollupRow(
                     _aware(hour), covered, samples, periods, throttled, throttled_s, usage_s, p95, mx, None, threads
@@ -344,65 +314,6 @@ def _summaries(statics: dict[int, _Static], window: str, start: datetime, end: d
     for cid, rollups in rollups_by.items():
         out[cid] = summarize_rollups(rollups, start, end)
     return out
-
-
-_SAMPLE_COLUMNS_SQL = ", ".join(_SAMPLE_FIELDS)
-_ROLLUP_COLUMNS_SQL = ", ".join(_ROLLUP_FIELDS)
-
-
-def _fetch(sql: str, params: list) -> list[tuple]:
-    """Rows of a read-only query as tuples. PostgreSQL: server-side binding with binary results — Django's cursor
-    asks for text, and parsing every timestamp's text was most of the fetch (benchmarks/RESULTS.md). Elsewhere Django's
-    cursor."""
-    if connection.vendor != "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchall()
-    connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(sql, params, binary=True)
-        return cursor.fetchall()
-
-
-def _in_ids(ids: list[int]) -> tuple[str, list]:
-    """`= ANY(%s)` with one array parameter on PostgreSQL (thousands of placeholders cost more to parse than the
-    query runs), an IN list elsewhere."""
-    if connection.vendor == "postgresql":
-        return "= ANY(%s)", [ids]
-    return f"IN ({', '.join(['%s'] * len(ids))})", list(ids)
-
-
-def _sample_rows(ids: list[int], start: datetime, end: datetime) -> list[tuple]:
-    """Samples in (start, end] of these containers, oldest first per container, as plain tuples (_SAMPLE_FIELDS).
-
-    Raw SQL: building ORM rows was a large share of a big refresh.
-    """
-    if not ids:
-        return []
-    condition, params = _in_ids(ids)
-    return _fetch(
-        f"SELECT {_SAMPLE_COLUMNS_SQL} FROM telemetry_sample WHERE container_id {condition} "  # noqa: S608 - constant columns
-        "AND ts > %s AND ts <= %s ORDER BY container_id, ts",
-        [*params, start, end],
-    )
-
-
-def _latest_sample_rows(ids: list[int], before: datetime) -> list[tuple]:
-    """The latest sample at or before `before` of each of these containers (none for a container never sampled)."""
-    if not ids:
-        return []
-    condition, params = _in_ids(ids)
-    if connection.vendor == "postgresql":
-        sql = (
-            f"SELECT DISTINCT ON (container_id) {_SAMPLE_COLUMNS_SQL} FROM telemetry_sample "  # noqa: S608 - constant columns
-            f"WHERE container_id {condition} AND ts <= %s ORDER BY container_id, ts DESC"
-        )
-    else:
-        sql = (
-            f"SELECT {_SAMPLE_COLUMNS_SQL} FROM telemetry_sample s WHERE container_id {condition} AND ts = ("  # noqa: S608 - constant columns
-            "SELECT max(ts) FROM telemetry_sample l WHERE l.container_id = s.container_id AND l.ts <= %s)"
-        )
-    return _fetch(sql, [*params, before])
 
 
 class FindingRow(NamedTuple):

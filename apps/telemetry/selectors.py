@@ -11,6 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+import psycopg
+from django.db import connection
+
 from .counters import throttle_ratio
 from .models import HourlyRollup, Sample
 
@@ -111,3 +114,105 @@ def container_series(
 
 def _aware(ts: datetime) -> datetime:
     return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
+
+
+# --- rows for the findings refresh -------------------------------------------------------------------------------
+# The advisor reads stored series only through these: raw SQL and plain tuples, as a refresh reads every sample of
+# the window for thousands of containers (ORM row building was a large share of it).
+
+SAMPLE_FIELDS = (
+    "container_id",
+    "ts",
+    "interval_s",
+    "periods_delta",
+    "throttled_periods_delta",
+    "throttled_seconds_delta",
+    "usage_seconds_delta",
+    "threads",
+    "periods_total",
+    "throttled_periods_total",
+    "usage_seconds_total",
+)
+ROLLUP_FIELDS = (
+    "container_id",
+    "hour",
+    "covered_seconds",
+    "samples",
+    "periods",
+    "throttled_periods",
+    "throttled_seconds",
+    "usage_seconds",
+    "usage_p95_mcpu",
+    "usage_max_mcpu",
+    "threads_max",
+)
+_SAMPLE_COLUMNS_SQL = ", ".join(SAMPLE_FIELDS)
+_ROLLUP_COLUMNS_SQL = ", ".join(ROLLUP_FIELDS)
+
+
+def _fetch(sql: str, params: list) -> list[tuple]:
+    """Rows of a read-only query as tuples. PostgreSQL: server-side binding with binary results — Django's cursor
+    asks for text, and parsing every timestamp's text was most of the fetch (benchmarks/RESULTS.md). Elsewhere Django's
+    cursor."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, params, binary=True)
+        return cursor.fetchall()
+
+
+def _in_ids(ids: list[int]) -> tuple[str, list]:
+    """`= ANY(%s)` with one array parameter on PostgreSQL (thousands of placeholders cost more to parse than the
+    query runs), an IN list elsewhere."""
+    if connection.vendor == "postgresql":
+        return "= ANY(%s)", [ids]
+    return f"IN ({', '.join(['%s'] * len(ids))})", list(ids)
+
+
+def sample_rows(ids: list[int], start: datetime, end: datetime) -> list[tuple]:
+    """Samples in (start, end] of these containers, oldest first per container, as plain tuples (SAMPLE_FIELDS).
+
+    Raw SQL: building ORM rows was a large share of a big refresh.
+    """
+    if not ids:
+        return []
+    condition, params = _in_ids(ids)
+    return _fetch(
+        f"SELECT {_SAMPLE_COLUMNS_SQL} FROM telemetry_sample WHERE container_id {condition} "  # noqa: S608 - constant columns
+        "AND ts > %s AND ts <= %s ORDER BY container_id, ts",
+        [*params, start, end],
+    )
+
+
+def latest_sample_rows(ids: list[int], before: datetime) -> list[tuple]:
+    """The latest sample at or before `before` of each of these containers (none for a container never sampled)."""
+    if not ids:
+        return []
+    condition, params = _in_ids(ids)
+    if connection.vendor == "postgresql":
+        sql = (
+            f"SELECT DISTINCT ON (container_id) {_SAMPLE_COLUMNS_SQL} FROM telemetry_sample "  # noqa: S608 - constant columns
+            f"WHERE container_id {condition} AND ts <= %s ORDER BY container_id, ts DESC"
+        )
+    else:
+        sql = (
+            f"SELECT {_SAMPLE_COLUMNS_SQL} FROM telemetry_sample s WHERE container_id {condition} AND ts = ("  # noqa: S608 - constant columns
+            "SELECT max(ts) FROM telemetry_sample l WHERE l.container_id = s.container_id AND l.ts <= %s)"
+        )
+    return _fetch(sql, [*params, before])
+
+
+def rollup_rows(ids: list[int], since_hour: datetime) -> list[tuple]:
+    """Hourly rollups from `since_hour` on of these containers, oldest first per container, as tuples
+    (ROLLUP_FIELDS)."""
+    if not ids:
+        return []
+    condition, params = _in_ids(ids)
+    return _fetch(
+        f"SELECT {_ROLLUP_COLUMNS_SQL} FROM telemetry_hourlyrollup "  # noqa: S608 - constant columns
+        f"WHERE container_id {condition} AND hour >= %s ORDER BY container_id, hour",
+        [*params, since_hour],
+    )
