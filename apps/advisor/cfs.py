@@ -2,7 +2,7 @@
 
 Requests become cpu.shares (cgroup v1) or cpu.weight (v2): a floor under contention. Limits become a quota per period:
 a ceiling. The conversions from Kubernetes quantities are the kubelet's, in apps.clusters.kubelet; this module adds
-the shares ↔ weight mappings of the runtimes, the floor and ceiling, the slice arithmetic and the latency model of
+the floor and ceiling, the slice arithmetic and the latency model of
 Indeed's KubeCon 2019 talk on CFS throttling ("the talk" below).
 """
 
@@ -11,110 +11,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
 
 from apps.clusters.kubelet import (
     DEFAULT_PERIOD_US,
-    MAX_SHARES,
-    MAX_WEIGHT,
     MILLI_CPU_TO_CPU,
-    MIN_SHARES,
-    MIN_WEIGHT,
     shares_from_request_mcpu,
 )
 
 DEFAULT_SLICE_US = 5000  # /proc/sys/kernel/sched_cfs_bandwidth_slice_us default
 MIN_CFS_RQ_RUNTIME_US = 1000  # kernel min_cfs_rq_runtime: what each per-CPU run queue keeps when the slack timer runs
-
-WeightFormula = Literal["linear", "quadratic"]
-FormulaMatch = Literal["linear", "quadratic", "both", "neither"]
-
-# Linear mapping of [2, 262144] onto [1, 10000]; integer division as in the Go original.
-_LINEAR_SPAN_SHARES = MAX_SHARES - MIN_SHARES  # 262142
-_LINEAR_SPAN_WEIGHT = MAX_WEIGHT - MIN_WEIGHT  # 9999
-
-
-def _check_shares(shares: int) -> None:
-    if not MIN_SHARES <= shares <= MAX_SHARES:
-        raise ValueError(f"cpu.shares {shares!r} is outside [{MIN_SHARES}, {MAX_SHARES}]")
-
-
-def _check_weight(weight: int) -> None:
-    if not MIN_WEIGHT <= weight <= MAX_WEIGHT:
-        raise ValueError(f"cpu.weight {weight!r} is outside [{MIN_WEIGHT}, {MAX_WEIGHT}]")
-
-
-def _quadratic_weight(shares: int) -> int:
-    # Exponent of 10 is a quadratic in log2(shares) through (2, 1), (1024, 100) and (262144, 10000).
-    if shares <= MIN_SHARES:
-        return MIN_WEIGHT
-    if shares >= MAX_SHARES:
-        return MAX_WEIGHT
-    log2_shares = math.log2(shares)
-    exponent = (log2_shares * log2_shares + 125 * log2_shares) / 612.0 - 7.0 / 34.0
-    return math.ceil(10**exponent)
-
-
-def weight_from_shares(shares: int, formula: WeightFormula = "linear") -> int:
-    """cgroup v2 cpu.weight that a runtime writes for cpu.shares `shares` (both unitless).
-
-    "linear" is the old runtime mapping (runc ≤ 1.3.1, older crun): 1 + ((shares − 2) × 9999) // 262142, which
-    gives one CPU (1024 shares) weight 39 against the default 100 (runc#4772). "quadratic" is opencontainers/cgroups
-    ConvertCPUSharesToCgroupV2Value from runc 1.3.2 / 1.4.0 on (runc PR #4785, runc#4896; crun ≥ 1.23 reported,
-    crun#1721, kubernetes#131216): ceil(10^((l² + 125 l) / 612 − 7/34)) with l = log2(shares), so 1024 shares
-    map to 100. Source: that Go function as copied into Kubernetes' test/e2e/framework/pod; its test points
-    (2→1, 3→2, 1024→100, 262143→10000) and runc#4896's (2000 shares: 77 before, 170 after) agree with this code.
-    Raises ValueError for shares outside [2, 262144].
-    """
-    _check_shares(shares)
-    if formula == "linear":
-        return MIN_WEIGHT + ((shares - MIN_SHARES) * _LINEAR_SPAN_WEIGHT) // _LINEAR_SPAN_SHARES
-    if formula == "quadratic":
-        return _quadratic_weight(shares)
-    raise ValueError(f"unknown shares→weight formula {formula!r} (expected 'linear' or 'quadratic')")
-
-
-def shares_from_weight(weight: int, formula: WeightFormula = "linear") -> int:
-    """The smallest cpu.shares that `formula` maps onto cpu.weight `weight`: the inverse up to rounding.
-
-    Several shares map onto one weight (262,143 shares onto 10,000 weights), so shares → weight → shares returns
-    the bottom of the bucket; weight → shares → weight is exact. Raises ValueError outside [1, 10000].
-    """
-    _check_weight(weight)
-    if formula == "linear":
-        # Smallest s with (s − 2) × 9999 ≥ (w − 1) × 262142: ceiling division keeps it exact in integers.
-        return MIN_SHARES + -(-(weight - MIN_WEIGHT) * _LINEAR_SPAN_SHARES // _LINEAR_SPAN_WEIGHT)
-    if formula == "quadratic":
-        if weight == MIN_WEIGHT:
-            return MIN_SHARES
-        # Invert the exponent for weight − 1 (ceil(x) ≥ w ⇔ x > w − 1), then settle the float edge by stepping.
-        target = math.log10(weight - 1) + 7.0 / 34.0
-        log2_shares = (-125 + math.sqrt(125 * 125 + 4 * 612 * target)) / 2
-        shares = max(MIN_SHARES, min(MAX_SHARES, int(2**log2_shares)))
-        while shares > MIN_SHARES and _quadratic_weight(shares - 1) >= weight:
-            shares -= 1
-        while _quadratic_weight(shares) < weight:
-            shares += 1
-        return shares
-    raise ValueError(f"unknown shares→weight formula {formula!r} (expected 'linear' or 'quadratic')")
-
-
-def which_weight_formula(shares: int, weight: int) -> FormulaMatch:
-    """Which runtime mapping turned cpu.shares `shares` into the cpu.weight `weight` read from a cgroup v2.
-
-    "both" happens at the ends of the range (2 → 1, 262144 → 10000) and wherever the two curves cross.
-    Raises ValueError when either value is out of range.
-    """
-    _check_weight(weight)
-    linear = weight_from_shares(shares, "linear") == weight
-    quadratic = weight_from_shares(shares, "quadratic") == weight
-    if linear and quadratic:
-        return "both"
-    if linear:
-        return "linear"
-    if quadratic:
-        return "quadratic"
-    return "neither"
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal, InvalidOperation
+from typing import Literal
 
 MIN_SHARES = 2
 MAX_SHARES = 262144
@@ -70,6 +71,37 @@ def shares_from_request_mcpu(request_mcpu: int | None) -> int:
         return MIN_SHARES
     shares = (request_mcpu * SHARES_PER_CPU) // MILLI_CPU_TO_CPU
     return max(MIN_SHARES, min(MAX_SHARES, shares))
+
+
+WeightFormula = Literal["linear", "quadratic"]
+
+
+def _quadratic_weight(shares: int) -> int:
+    # Exponent of 10 is a quadratic in log2(shares) through (2, 1), (1024, 100) and (262144, 10000).
+    if shares <= MIN_SHARES:
+        return MIN_WEIGHT
+    if shares >= MAX_SHARES:
+        return MAX_WEIGHT
+    log2_shares = math.log2(shares)
+    exponent = (log2_shares * log2_shares + 125 * log2_shares) / 612.0 - 7.0 / 34.0
+    return math.ceil(10**exponent)
+
+
+def weight_from_shares(shares: int, formula: WeightFormula = "linear") -> int:
+    """cgroup v2 cpu.weight that a runtime writes for cpu.shares `shares`, clamped to [2, 262144] first.
+
+    "linear" is the old runtime mapping (runc ≤ 1.3.1, older crun): 1 + ((shares − 2) × 9999) // 262142, which
+    gives one CPU (1024 shares) weight 39 against the default 100 (runc#4772); the lab writes it, so that the split
+    stays proportional to requests as the shares floor assumes. "quadratic" is opencontainers/cgroups
+    ConvertCPUSharesToCgroupV2Value from runc 1.3.2 / 1.4.0 on (runc PR #4785, runc#4896): ceil(10^((l² + 125 l) /
+    612 − 7/34)) with l = log2(shares), so 1024 shares map to 100 (docs/domain.md#weight-mapping).
+    """
+    shares = max(MIN_SHARES, min(MAX_SHARES, shares))
+    if formula == "linear":
+        return MIN_WEIGHT + ((shares - MIN_SHARES) * (MAX_WEIGHT - MIN_WEIGHT)) // (MAX_SHARES - MIN_SHARES)
+    if formula == "quadratic":
+        return _quadratic_weight(shares)
+    raise ValueError(f"unknown shares→weight formula {formula!r} (expected 'linear' or 'quadratic')")
 
 
 def quota_us_from_limit_mcpu(limit_mcpu: int | None, period_us: int = DEFAULT_PERIOD_US) -> int | None:

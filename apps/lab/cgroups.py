@@ -32,11 +32,10 @@ from pathlib import Path
 
 from apps.clusters.kubelet import (
     MAX_SHARES,
-    MAX_WEIGHT,
     MIN_SHARES,
-    MIN_WEIGHT,
     quota_us_from_limit_mcpu,
     shares_from_request_mcpu,
+    weight_from_shares,
 )
 from apps.lab.scenario import QOS_BEST_EFFORT, QOS_BURSTABLE, QOS_GUARANTEED, Container, Pod, Scenario, container_id
 
@@ -222,16 +221,6 @@ def check_root_name(root: str) -> str:
 
 
 # --- the kubelet's layout ---------------------------------------------------------------------------------------
-
-
-def weight_from_shares(shares: int) -> int:
-    """cgroup v2 cpu.weight for a v1 cpu.shares value (the runtimes' linear map): 1 + ((shares − 2) × 9999) // 262142.
-
-    Shares are clamped to [2, 262144] first, so the result is always within [1, 10000]; 1024 shares → weight 39.
-    """
-    shares = max(MIN_SHARES, min(MAX_SHARES, shares))
-    weight = MIN_WEIGHT + ((shares - MIN_SHARES) * (MAX_WEIGHT - MIN_WEIGHT)) // (MAX_SHARES - MIN_SHARES)
-    return weight
 
 
 def pod_relpath(pod: Pod) -> str:

@@ -61,6 +61,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from apps.clusters.kubelet import weight_from_shares
 from apps.lab import cgroups
 from apps.lab.cgroups import DEFAULT_ROOT, PROBE_PREFIX, CgroupError, CpuController
 from apps.lab.workloads import calibrate_work_units, command_line
@@ -164,7 +165,7 @@ def _weight_file(controller: CpuController) -> str:
 
 
 def _weight_value(controller: CpuController, shares: int) -> str:
-    return str(shares) if controller.version == 1 else str(cgroups.weight_from_shares(shares))
+    return str(shares) if controller.version == 1 else str(weight_from_shares(shares))
 
 
 @contextlib.contextmanager

@@ -15,12 +15,9 @@ from apps.advisor.cfs import (
     quota_ceiling_mcpu,
     quota_shape,
     shares_floor,
-    shares_from_weight,
     slices_per_period,
     stranded_quota,
     throttled_response,
-    weight_from_shares,
-    which_weight_formula,
 )
 
 NODE_88_MCPU = 88_000
@@ -75,71 +72,6 @@ def test_floor_rejects_a_negative_budget_and_nonpositive_shares() -> None:
 def test_floor_never_exceeds_the_node(own: int | None, neighbours: list[int | None], allocatable: int) -> None:
     floor = pod_shares_floor(own, neighbours, allocatable)
     assert 0 <= floor.floor_mcpu <= allocatable
-
-
-# cpu.shares ↔ cpu.weight
-
-
-def test_linear_formula_gives_weight_39_for_one_cpu() -> None:
-    # 1 + (1022 × 9999) // 262142 = 1 + 38: the weight one CPU got on cgroup v2 before runc 1.3 (runc#4772: "39").
-    assert weight_from_shares(1024, "linear") == 39
-    assert weight_from_shares(2, "linear") == 1
-    assert weight_from_shares(262144, "linear") == 10000
-
-
-@pytest.mark.parametrize(
-    ("shares", "weight"),
-    # opencontainers/cgroups utils_test.go TestConvertCPUSharesToCgroupV2Value (v0.0.5)
-    [(2, 1), (3, 2), (1024, 100), (262143, 10000), (262144, 10000)],
-)
-def test_quadratic_formula_matches_the_runtime_test_points(shares: int, weight: int) -> None:
-    assert weight_from_shares(shares, "quadratic") == weight
-
-
-def test_2000_shares_read_77_before_runc_1_3_2_and_170_after() -> None:
-    # runc#4896: `--cpu-shares 2000` gave cpu.weight 77 with runc 1.3.1 and 170 with 1.4.0-rc.1.
-    assert weight_from_shares(2000, "linear") == 77
-    assert weight_from_shares(2000, "quadratic") == 170
-    assert which_weight_formula(2000, 170) == "quadratic"
-
-
-def test_quadratic_formula_no_longer_splits_in_proportion_to_requests() -> None:
-    one_cpu = weight_from_shares(1024, "quadratic")
-    two_cpus = weight_from_shares(2048, "quadratic")
-    assert one_cpu == 100
-    assert 150 < two_cpus < 200  # not 200: two CPUs of request weigh less than twice one
-
-
-@pytest.mark.parametrize(
-    ("shares", "weight", "formula"),
-    [(1024, 39, "linear"), (1024, 100, "quadratic"), (2, 1, "both"), (262144, 10000, "both"), (1024, 50, "neither")],
-)
-def test_a_shares_weight_pair_tells_which_runtime_formula_wrote_it(shares: int, weight: int, formula: str) -> None:
-    assert which_weight_formula(shares, weight) == formula
-
-
-def test_out_of_range_shares_and_weights_are_rejected_by_value() -> None:
-    with pytest.raises(ValueError, match="262145"):
-        weight_from_shares(262145)
-    with pytest.raises(ValueError, match="0"):
-        shares_from_weight(0)
-    with pytest.raises(ValueError, match="cubic"):
-        weight_from_shares(1024, "cubic")  # type: ignore[arg-type]
-
-
-@given(shares=st.integers(2, 262144), formula=st.sampled_from(["linear", "quadratic"]))
-def test_shares_to_weight_and_back_stays_within_rounding(shares: int, formula: str) -> None:
-    weight = weight_from_shares(shares, formula)  # type: ignore[arg-type]
-    back = shares_from_weight(weight, formula)  # type: ignore[arg-type]
-    assert weight_from_shares(back, formula) == weight  # type: ignore[arg-type]
-    assert back <= shares
-    if formula == "linear":
-        assert shares - back < 262142 / 9999 + 1  # one weight step is 26.2 shares wide
-
-
-@given(weight=st.integers(1, 10000), formula=st.sampled_from(["linear", "quadratic"]))
-def test_weight_to_shares_and_back_is_exact(weight: int, formula: str) -> None:
-    assert weight_from_shares(shares_from_weight(weight, formula), formula) == weight  # type: ignore[arg-type]
 
 
 # Quota, slices and stranded quota

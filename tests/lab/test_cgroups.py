@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from apps.clusters.kubelet import weight_from_shares
 from apps.lab import cgroups
 from apps.lab.cgroups import CgroupError, CgroupSettings, CpuController
 from apps.lab.scenario import parse_scenario
@@ -52,7 +53,7 @@ cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
     [(2, 1), (262144, 10000), (1024, 39), (1, 1), (10**6, 10000)],  # 1024 → 39 is runc's documented example
 )
 def test_v2_weight_is_the_linear_map_of_shares(shares: int, weight: int) -> None:
-    assert cgroups.weight_from_shares(shares) == weight
+    assert weight_from_shares(shares) == weight
 
 
 def test_the_layout_matches_what_the_kubelet_writes() -> None:
