@@ -7,15 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from apps.advisor.cfs import DEFAULT_SLICE_US, quota_shape, throttled_response
-from apps.advisor.rules import (
-    ContainerFacts,
-    Policy,
-    Recommendation,
-    data_shortfalls,
-    format_mcpu,
-    format_ms,
-    format_ratio,
-)
+from apps.advisor.facts import ContainerFacts, Policy, Recommendation, format_mcpu, format_ms, format_ratio
+from apps.advisor.rules import data_shortfalls
 from apps.clusters.kubelet import quota_us_from_limit_mcpu, shares_from_request_mcpu
 from apps.words import plural
 

@@ -9,217 +9,35 @@ data_shortfalls() says what a container's data lacks for the rules that could no
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from apps.advisor.cfs import DEFAULT_SLICE_US, quota_shape, stranded_quota
-from apps.advisor.kernel import KernelVerdict
+from apps.advisor.effect import Evidence, Expected, expected_after_limit, smallest_limit_under_target
+from apps.advisor.facts import (
+    ContainerFacts,
+    Policy,
+    Recommendation,
+    expected_text,
+    format_mcpu,
+    format_ms,
+    format_ratio,
+    is_throttled,
+    quota_text,
+    ratio_severity,
+    round_up_mcpu,
+    sentence,
+    throttle_evidence,
+    usage_high_mcpu,
+    usage_typical_mcpu,
+)
+from apps.advisor.request_rules import add_threads, lower_request, set_request
 from apps.advisor.vocabulary import SEVERITY_RANK, THROTTLING_KINDS, Kind, Severity
-from apps.advisor.windows import WindowSummary
-from apps.clusters.kubelet import DEFAULT_PERIOD_US, MILLI_CPU_TO_CPU, quota_us_from_limit_mcpu
+from apps.clusters.kubelet import (
+    MILLI_CPU_TO_CPU,
+    quota_us_from_limit_mcpu,
+)
 from apps.words import plural
-
-
-@dataclass(frozen=True, slots=True)
-class Policy:
-    """Every threshold the rules use. Ratios and fractions are in [0, 1]; CPU in mcpu."""
-
-    throttle_target: float = 0.10  # Indeed aims at 0–10 % throttled periods (its KubeCon 2019 talk)
-    critical_throttle_ratio: float = 0.25  # kubernetes-mixin CPUThrottlingHigh fires above 25 %
-    min_periods: int = 50  # fewer periods in the window: not judged on throttling
-    headroom: float = 1.2  # new limit or request = observed usage × headroom
-    min_raise_factor: float = 1.2  # a raised limit is at least this × the old one (usage is capped by the limit)
-    burst_raise_factor: float = 2.0  # throttled by bursts the samples average away: a starting point, re-checked
-    near_ceiling_fraction: float = 0.8  # p95 usage ≥ this × limit: the limit itself is the bottleneck
-    well_below_quota_fraction: float = 0.6  # average usage ≤ this × limit while throttled: the kernel bug's symptom
-    low_usage_fraction: float = 0.3  # max usage < this × request all window long: lower_request
-    min_coverage_for_lower_request: float = 0.5  # share of the window the samples must cover
-    min_samples_for_lower_request: int = 20
-    thread_factor: float = 4.0  # threads > this × ceil(limit in CPUs): cut_threads
-    # use_whole_cores: the node has at least this × ceil(limit) CPUs, so the threads can spread the quota over more
-    # CPUs than the limit holds whole (on a 2-CPU node a 500m limit with 2 busy threads already does).
-    spread_factor: int = 2
-    upgrade_margin_mcpu_per_node_cpu: int = 10  # talk Q&A: until upgraded, raise limits by 10 × node CPUs millicores
-    limit_step_mcpu: int = 50  # suggested limits and requests are rounded up to this
-    request_step_mcpu: int = 50
-
-    def __post_init__(self) -> None:
-        for name in (
-            "throttle_target",
-            "critical_throttle_ratio",
-            "near_ceiling_fraction",
-            "well_below_quota_fraction",
-            "low_usage_fraction",
-            "min_coverage_for_lower_request",
-        ):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"policy {name} = {value!r} is outside [0, 1]")
-        for name in ("headroom", "min_raise_factor", "burst_raise_factor", "thread_factor"):
-            value = getattr(self, name)
-            if not value >= 1.0:
-                raise ValueError(f"policy {name} = {value!r} must be at least 1")
-        for name in (
-            "min_periods",
-            "min_samples_for_lower_request",
-            "spread_factor",
-            "upgrade_margin_mcpu_per_node_cpu",
-            "limit_step_mcpu",
-            "request_step_mcpu",
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < (1 if name.endswith("step_mcpu") else 0):
-                raise ValueError(f"policy {name} = {value!r} must be a non-negative integer (steps positive)")
-
-
-@dataclass(frozen=True, slots=True)
-class ContainerFacts:
-    """What the advisor knows about one container: its resources, its node and its window. None means unknown."""
-
-    window: WindowSummary
-    request_mcpu: int | None = None
-    limit_mcpu: int | None = None
-    period_us: int = DEFAULT_PERIOD_US
-    node_cpus: int | None = None  # whole CPUs the node has (capacity)
-    node_allocatable_mcpu: int | None = None
-    cpu_manager_policy: str = ""  # "static" | "none" | "" (the kubelet config was not read)
-    qos_class: str = ""  # Guaranteed | Burstable | BestEffort
-    kernel: KernelVerdict | None = None
-    shares_floor_mcpu: int | None = None  # from cfs.pod_shares_floor / container_shares_floor
-    node_total_shares: int | None = None  # Σ shares of every pod on the node, to show the floor's arithmetic
-    cfs_slice_us: int | None = None  # sched_cfs_bandwidth_slice_us read on the node; None: the default 5000 assumed
-
-
-@dataclass(frozen=True, slots=True)
-class Recommendation:
-    """One piece of advice: what to change (summary), why with the numbers (detail), and the values to set."""
-
-    kind: Kind
-    severity: Severity
-    summary: str
-    detail: str
-    suggested_request_mcpu: int | None = None
-    suggested_limit_mcpu: int | None = None
-
-
-def format_mcpu(mcpu: float, *, with_cpus: bool = True) -> str:
-    """600 → "600m", 1500 → "1,500m (1.5 CPUs)": millicores, with CPUs spelled out from one CPU up unless
-    `with_cpus` is False ("1,500m", as table cells read). The pages' `mcpu` filter calls this too, so advice text
-    and the figures beside it write the same number the same way."""
-    rounded = round(mcpu)
-    text = f"{rounded:,}m"
-    if with_cpus and rounded >= MILLI_CPU_TO_CPU:
-        cpus = rounded / MILLI_CPU_TO_CPU
-        text += f" ({cpus:g} CPU{'' if cpus == 1 else 's'})"
-    return text
-
-
-def format_ms(us: float) -> str:
-    """Microseconds as milliseconds without noise: 60000 → "60 ms", 33333 → "33.3 ms"."""
-    return f"{us / 1000:.3g} ms" if us < 1_000_000 else f"{us / 1000:,.0f} ms"
-
-
-def format_ratio(ratio: float) -> str:
-    """0.4512 → "45%"; small non-zero ratios keep a decimal ("0.4%")."""
-    percent = ratio * 100
-    return f"{percent:.0f}%" if percent >= 10 or percent == 0 else f"{percent:.1f}%"
-
-
-def round_up_mcpu(mcpu: float, step_mcpu: int) -> int:
-    """Round up to a multiple of step (at least one step): 721 → 750 with 50, 1200 → 2000 with 1000."""
-    return max(step_mcpu, math.ceil(round(mcpu, 6) / step_mcpu) * step_mcpu)
-
-
-def _is_throttled(window: WindowSummary, policy: Policy) -> bool:
-    ratio = window.throttle_ratio
-    return (
-        ratio is not None
-        and window.periods is not None
-        and window.periods >= policy.min_periods
-        and ratio > policy.throttle_target
-    )
-
-
-def _usage_high_mcpu(window: WindowSummary) -> tuple[float | None, str]:
-    """The usage figure to compare with the ceiling, and its name in the text."""
-    if window.usage_p95_mcpu is not None:
-        return window.usage_p95_mcpu, "p95 usage"
-    if window.usage_active_mcpu is not None:
-        return window.usage_active_mcpu, "usage per period it ran (lifetime)"
-    return None, ""
-
-
-def _usage_typical_mcpu(window: WindowSummary) -> tuple[float | None, str]:
-    """The usage figure that shows the quota is not being used up (talk: 0.3 CPU average under a 0.6 limit)."""
-    if window.usage_avg_mcpu is not None:
-        return window.usage_avg_mcpu, "average usage"
-    if window.usage_active_mcpu is not None:
-        return window.usage_active_mcpu, "usage per period it ran (lifetime)"
-    return None, ""
-
-
-def _sentence(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
-def _throttle_evidence(window: WindowSummary, policy: Policy) -> str:
-    scope = "since the container started (lifetime)" if window.lifetime else "in this window"
-    return (
-        f"throttled in {format_ratio(window.throttle_ratio or 0.0)} of {plural(window.periods or 0, 'period')} {scope} "
-        f"({window.throttled_periods:,} / {window.periods:,}; target {format_ratio(policy.throttle_target)})"
-    )
-
-
-def _ratio_severity(window: WindowSummary, policy: Policy) -> Severity:
-    ratio = window.throttle_ratio or 0.0
-    return "critical" if ratio >= policy.critical_throttle_ratio else "warning"
-
-
-def _quota_text(facts: ContainerFacts, limit_mcpu: int) -> str:
-    quota_us = quota_us_from_limit_mcpu(limit_mcpu, facts.period_us) or 0
-    slice_us = facts.cfs_slice_us or DEFAULT_SLICE_US
-    shape = quota_shape(quota_us, facts.period_us, facts.node_cpus, slice_us)
-    text = (
-        f"limit {format_mcpu(limit_mcpu)} = {format_ms(quota_us)} per {format_ms(facts.period_us)} period; "
-        f"the quota is {plural(shape.slices_per_period, 'slice')} of {format_ms(slice_us)}"
-    )
-    if facts.cfs_slice_us is None:
-        text += " (default sched_cfs_bandwidth_slice_us assumed)"
-    if shape.cpus_fed is not None:
-        text += (
-            f", so at most {shape.cpus_fed} of this node's {plural(facts.node_cpus or 0, 'CPU')} can hold quota at once"
-        )
-    return text
-
-
-def _set_request(facts: ContainerFacts, policy: Policy) -> Recommendation | None:
-    if facts.request_mcpu:
-        return None
-    window = facts.window
-    floor = ""
-    if facts.shares_floor_mcpu is not None and facts.node_total_shares:
-        floor = (
-            f" With 2 of the {facts.node_total_shares:,} shares on this node its floor is "
-            f"{format_mcpu(facts.shares_floor_mcpu)} when every neighbour is busy."
-        )
-    suggested = None
-    usage = ""
-    if window.usage_p95_mcpu is not None:
-        suggested = round_up_mcpu(window.usage_p95_mcpu * policy.headroom, policy.request_step_mcpu)
-        usage = (
-            f" Suggested request: p95 usage {format_mcpu(window.usage_p95_mcpu)} × {policy.headroom:g} headroom "
-            f"= {format_mcpu(window.usage_p95_mcpu * policy.headroom)}, rounded up to {format_mcpu(suggested)}."
-        )
-    return Recommendation(
-        kind="set_request",
-        severity="warning",
-        summary="Set a CPU request: without one the container is guaranteed almost nothing under contention",
-        detail=(
-            "No CPU request: the kubelet gives it the minimum of 2 cpu.shares (BestEffort), so when the node is busy "
-            f"it gets ~0 CPU.{floor}{usage} A request also lets the scheduler place it where the CPU exists."
-        ),
-        suggested_request_mcpu=suggested,
-    )
 
 
 def _upgrade_kernel(facts: ContainerFacts, policy: Policy, throttled: bool) -> Recommendation | None:
@@ -228,10 +46,10 @@ def _upgrade_kernel(facts: ContainerFacts, policy: Policy, throttled: bool) -> R
     if not throttled or kernel is None or not limit or kernel.verdict not in ("affected", "unknown"):
         return None
     window = facts.window
-    usage, usage_name = _usage_typical_mcpu(window)
+    usage, usage_name = usage_typical_mcpu(window)
     if usage is None or usage > policy.well_below_quota_fraction * limit:
         return None
-    severity = _ratio_severity(window, policy)
+    severity = ratio_severity(window, policy)
     fixed_in = ", ".join(kernel.fixed_in) if kernel.fixed_in else "5.4 or a stable release carrying de53fd7aedb1"
     if kernel.verdict == "affected":
         if kernel.bug == "clock_drift":
@@ -251,7 +69,7 @@ def _upgrade_kernel(facts: ContainerFacts, policy: Policy, throttled: bool) -> R
     if kernel.reasons:
         parts.append(f"Evidence: {kernel.reasons[0]}")
     parts += [
-        f"This container was {_throttle_evidence(window, policy)} while its {usage_name} was {format_mcpu(usage)}, "
+        f"This container was {throttle_evidence(window, policy)} while its {usage_name} was {format_mcpu(usage)}, "
         f"{format_ratio(usage / limit)} of its {format_mcpu(limit)} limit (at most "
         f"{format_ratio(policy.well_below_quota_fraction)} counts as well below): the quota is not being used up, "
         "yet it runs out.",
@@ -280,52 +98,126 @@ def _upgrade_kernel(facts: ContainerFacts, policy: Policy, throttled: bool) -> R
         )
     else:
         parts.append("Until then raise the limit by ~10m per node CPU, or use whole cores.")
+    evidence = evidence_of(facts)
+    if suggested_limit is not None and evidence is not None:
+        interim = expected_after_limit(evidence, suggested_limit, policy.throttle_target, policy.headroom)
+        expected = Expected(interim.ratio_max, f"until the upgrade, with the raised limit: {interim.basis}")
+    else:
+        expected = Expected(None, "no claim: the upgrade returns the stranded quota, which the lab cannot test here")
+    parts.append(
+        expected_text(expected) + " The upgrade itself cannot be applied in the lab; the kernel probe measures a node."
+    )
     return Recommendation(
         kind="upgrade_kernel",
         severity=severity,
         summary=summary,
         detail=" ".join(parts),
         suggested_limit_mcpu=suggested_limit,
+        expected_throttle_ratio_max=expected.ratio_max,
+        expected_basis=expected.basis,
     )
 
 
-def _raise_limit(facts: ContainerFacts, policy: Policy, throttled: bool) -> Recommendation | None:
+@dataclass(frozen=True, slots=True)
+class _Raise:
+    """The one limit a throttled container's plan sets, what it should do, and how it was found (a sentence)."""
+
+    limit_mcpu: int
+    expected: Expected
+    how: str
+
+
+def evidence_of(facts: ContainerFacts) -> Evidence | None:
+    """The counters the expected effect rests on; None without a limit or periods."""
+    window = facts.window
+    if not facts.limit_mcpu or not window.periods or window.throttled_periods is None:
+        return None
+    throttled_us = None
+    if window.throttled_seconds_per_second is not None and window.covered_seconds:
+        throttled_us = window.throttled_seconds_per_second * window.covered_seconds * 1e6
+    return Evidence(
+        limit_mcpu=facts.limit_mcpu,
+        period_us=facts.period_us,
+        periods=window.periods,
+        throttled_periods=window.throttled_periods,
+        throttled_us=throttled_us,
+        threads=window.threads_max,
+        node_cpus=facts.node_cpus,
+        period_throttled_us=facts.period_throttled_us,
+    )
+
+
+def _planned_raise(facts: ContainerFacts, policy: Policy) -> _Raise | None:
+    """The smallest limit whose expected ratio is under the target (docs/domain.md#expected-effect); without
+    throttled time or threads, the p95 usage rule with no claim."""
     limit = facts.limit_mcpu
-    if not throttled or not limit:
+    evidence = evidence_of(facts)
+    if not limit or evidence is None:
+        return None
+    cap = facts.node_cpus * MILLI_CPU_TO_CPU if facts.node_cpus else None
+    found = smallest_limit_under_target(
+        evidence, policy.throttle_target, policy.headroom, policy.limit_step_mcpu, cap, limit * policy.min_raise_factor
+    )
+    if found is not None:
+        suggested, expected = found
+        capped = f", the node's {plural(facts.node_cpus or 0, 'CPU')}" if cap is not None and suggested == cap else ""
+        return _Raise(
+            suggested,
+            expected,
+            f"the smallest limit in {policy.limit_step_mcpu}m steps expected to leave it under the target{capped}",
+        )
+    usage, usage_name = usage_high_mcpu(facts.window)
+    base = max((usage or 0.0) * policy.headroom, limit * policy.min_raise_factor)
+    suggested = round_up_mcpu(base, policy.limit_step_mcpu)
+    if cap is not None:
+        suggested = min(suggested, cap)
+    how = (
+        f"max({usage_name or 'usage'} × {policy.headroom:g}, limit × {policy.min_raise_factor:g}) = {format_mcpu(base)}, "
+        f"rounded up to {format_mcpu(suggested)}"
+    )
+    return _Raise(
+        suggested,
+        Expected(
+            None,
+            "no claim: without throttled time or threads the CPU the throttled periods wanted is unknown; check the ratio again after the change",
+        ),
+        how,
+    )
+
+
+def _raise_limit(
+    facts: ContainerFacts, policy: Policy, throttled: bool, planned: _Raise | None
+) -> Recommendation | None:
+    limit = facts.limit_mcpu
+    if not throttled or not limit or planned is None:
         return None
     window = facts.window
-    usage, usage_name = _usage_high_mcpu(window)
+    usage, usage_name = usage_high_mcpu(window)
     if usage is None:
         return None
     if usage < policy.near_ceiling_fraction * limit:
-        return _raise_limit_for_bursts(facts, policy)
-    from_usage = usage * policy.headroom
-    from_limit = limit * policy.min_raise_factor
-    suggested = round_up_mcpu(max(from_usage, from_limit), policy.limit_step_mcpu)
-    capped = ""
-    if facts.node_cpus and suggested > facts.node_cpus * MILLI_CPU_TO_CPU:
-        suggested = facts.node_cpus * MILLI_CPU_TO_CPU
-        capped = f", capped at the node's {plural(facts.node_cpus, 'CPU')}"
+        return _raise_limit_for_bursts(facts, policy, planned)
     detail = (
-        f"{_sentence(_throttle_evidence(window, policy))}; its {usage_name} {format_mcpu(usage)} is "
+        f"{sentence(throttle_evidence(window, policy))}; its {usage_name} {format_mcpu(usage)} is "
         f"{format_ratio(usage / limit)} of the limit (near the ceiling from "
-        f"{format_ratio(policy.near_ceiling_fraction)}). {_sentence(_quota_text(facts, limit))}. "
-        "Usage cannot exceed the limit, so the real demand is at least this. Suggested limit: max("
-        f"{format_mcpu(usage)} × {policy.headroom:g}, {format_mcpu(limit)} × {policy.min_raise_factor:g}) = "
-        f"{format_mcpu(max(from_usage, from_limit))}, rounded up to {format_mcpu(suggested)}{capped}; check the "
-        "ratio again after the change. Where the node is not shared with other workloads, dropping the limit "
-        "avoids throttling altogether (the request still sets the floor)."
+        f"{format_ratio(policy.near_ceiling_fraction)}). {sentence(quota_text(facts, limit))}. "
+        "Usage cannot exceed the limit, so the real demand is at least this; throttled time says how much more "
+        f"it wanted. Suggested limit {format_mcpu(planned.limit_mcpu)}: {planned.how}. {expected_text(planned.expected)} "
+        "Where the node is not shared with other workloads, dropping the limit avoids throttling altogether (the "
+        "request still sets the floor)."
     )
     return Recommendation(
         kind="raise_limit",
-        severity=_ratio_severity(window, policy),
-        summary=f"Raise the CPU limit from {format_mcpu(limit)} to {format_mcpu(suggested)}: it is used up",
+        severity=ratio_severity(window, policy),
+        summary=f"Raise the CPU limit from {format_mcpu(limit)} to {format_mcpu(planned.limit_mcpu)}: it is used up",
         detail=detail,
-        suggested_limit_mcpu=suggested,
+        suggested_limit_mcpu=planned.limit_mcpu,
+        expected_throttle_ratio_max=planned.expected.ratio_max,
+        expected_basis=planned.expected.basis,
     )
 
 
-def _raise_limit_for_bursts(facts: ContainerFacts, policy: Policy) -> Recommendation | None:
+def _raise_limit_for_bursts(facts: ContainerFacts, policy: Policy, planned: _Raise) -> Recommendation | None:
     """Throttled while its sampled usage stays low, on a kernel known to be fixed: the quota is used up by bursts
     shorter than the sample interval (one-minute averages hide ten-second bursts; the ratio shows them).
     On an affected or unknown kernel the same picture points at the kernel first (upgrade_kernel)."""
@@ -333,38 +225,42 @@ def _raise_limit_for_bursts(facts: ContainerFacts, policy: Policy) -> Recommenda
     window = facts.window
     if not limit or facts.kernel is None or facts.kernel.verdict != "fixed" or window.lifetime:
         return None
-    usage, usage_name = _usage_typical_mcpu(window)
+    usage, usage_name = usage_typical_mcpu(window)
     if usage is None:
         return None
-    suggested = round_up_mcpu(limit * policy.burst_raise_factor, policy.limit_step_mcpu)
-    if facts.node_cpus and suggested > facts.node_cpus * MILLI_CPU_TO_CPU:
-        suggested = facts.node_cpus * MILLI_CPU_TO_CPU
     detail = (
-        f"{_sentence(_throttle_evidence(window, policy))}, yet its {usage_name} is only {format_mcpu(usage)}, "
+        f"{sentence(throttle_evidence(window, policy))}, yet its {usage_name} is only {format_mcpu(usage)}, "
         f"{format_ratio(usage / limit)} of the limit, on a kernel without the slice expiry bug "
         f"({facts.kernel.version}). So it runs in bursts that spend the whole quota inside single periods and "
         "then wait, shorter than the sample interval that averages them away: the throttle ratio, not the usage "
-        f"graph, shows them. {_sentence(_quota_text(facts, limit))}. The bursts' height cannot be read from "
-        f"averages: start at {format_mcpu(limit)} × {policy.burst_raise_factor:g} = {format_mcpu(suggested)} and "
-        "check the ratio again; where the node is not shared, dropping the limit avoids the waits altogether."
+        f"graph, shows them. {sentence(quota_text(facts, limit))}. The bursts' height is the quota plus the "
+        f"throttled time of each throttled period, not the average. Suggested limit {format_mcpu(planned.limit_mcpu)}: "
+        f"{planned.how}. {expected_text(planned.expected)} Where the node is not shared, dropping the limit avoids "
+        "the waits altogether."
     )
     return Recommendation(
         kind="raise_limit",
-        severity=_ratio_severity(window, policy),
+        severity=ratio_severity(window, policy),
         summary=(
-            f"Raise the CPU limit from {format_mcpu(limit)} to {format_mcpu(suggested)}: bursts hit it "
+            f"Raise the CPU limit from {format_mcpu(limit)} to {format_mcpu(planned.limit_mcpu)}: bursts hit it "
             f"though it averages {format_mcpu(usage)}"
         ),
         detail=detail,
-        suggested_limit_mcpu=suggested,
+        suggested_limit_mcpu=planned.limit_mcpu,
+        expected_throttle_ratio_max=planned.expected.ratio_max,
+        expected_basis=planned.expected.basis,
     )
 
 
-def _use_whole_cores(facts: ContainerFacts, policy: Policy, throttled: bool) -> Recommendation | None:
+def _use_whole_cores(
+    facts: ContainerFacts, policy: Policy, throttled: bool, planned: _Raise | None
+) -> Recommendation | None:
     limit = facts.limit_mcpu
     if not throttled or not limit or limit % MILLI_CPU_TO_CPU == 0:
         return None
-    whole = math.ceil(limit / MILLI_CPU_TO_CPU) * MILLI_CPU_TO_CPU
+    # Whole cores that also hold the planned raise: one limit for the container, rounded up, not two.
+    wanted = max(limit, planned.limit_mcpu if planned else 0)
+    whole = math.ceil(wanted / MILLI_CPU_TO_CPU) * MILLI_CPU_TO_CPU
     cores = whole // MILLI_CPU_TO_CPU
     if not facts.node_cpus or facts.node_cpus < max(2, policy.spread_factor * cores):
         return None
@@ -400,12 +296,20 @@ def _use_whole_cores(facts: ContainerFacts, policy: Policy, throttled: bool) -> 
             "This node's CPU manager policy is unknown (reading the kubelet config is opt-in); whole cores become "
             f"exclusive only under the static policy: {conditions}."
         )
+    evidence = evidence_of(facts)
+    expected = (
+        expected_after_limit(evidence, whole, policy.throttle_target, policy.headroom)
+        if evidence is not None
+        else Expected(None, "no claim: no periods counted")
+    )
+    rounded = format_mcpu(wanted, with_cpus=False)
+    what = "the limit" if wanted == limit else f"the {rounded} the throttled periods call for"
     detail = (
-        f"{_sentence(_throttle_evidence(facts.window, policy))}. {_sentence(_quota_text(facts, limit))}: with a "
+        f"{sentence(throttle_evidence(facts.window, policy))}. {sentence(quota_text(facts, limit))}: with a "
         f"fractional limit on a {facts.node_cpus}-CPU node its threads can burn the quota on up to "
         f"{plural(spread, 'CPU')} at once, then every one of them waits for the next period. "
-        f"Rounding up: ceil({format_mcpu(limit, with_cpus=False)} / 1,000m) = {plural(cores, 'CPU')}, request = limit "
-        f"= {format_mcpu(whole)}. {where}"
+        f"Rounding {what} up: ceil({rounded} / 1,000m) = {plural(cores, 'CPU')}, request = limit "
+        f"= {format_mcpu(whole)}. {expected_text(expected)} {where}"
     )
     return Recommendation(
         kind="use_whole_cores",
@@ -417,6 +321,8 @@ def _use_whole_cores(facts: ContainerFacts, policy: Policy, throttled: bool) -> 
         detail=detail,
         suggested_request_mcpu=whole,
         suggested_limit_mcpu=whole,
+        expected_throttle_ratio_max=expected.ratio_max,
+        expected_basis=expected.basis,
     )
 
 
@@ -429,14 +335,18 @@ _THREAD_KNOBS = (
 )
 
 
-def _cut_threads(facts: ContainerFacts, policy: Policy, throttled: bool) -> Recommendation | None:
+def _cut_threads(
+    facts: ContainerFacts, policy: Policy, throttled: bool, planned: _Raise | None
+) -> Recommendation | None:
     limit = facts.limit_mcpu
     threads = facts.window.threads_max
     if not throttled or not limit or not threads:
         return None
-    cpus = math.ceil(limit / MILLI_CPU_TO_CPU)
-    if threads <= policy.thread_factor * cpus:
+    if threads <= policy.thread_factor * math.ceil(limit / MILLI_CPU_TO_CPU):
         return None
+    # With a raise in the plan, the cap follows the new limit: threads ≤ ceil(new limit) is one plan, not two.
+    new_limit = planned.limit_mcpu if planned is not None else limit
+    cpus = math.ceil(new_limit / MILLI_CPU_TO_CPU)
     fed = ""
     if facts.node_cpus:
         quota_us = quota_us_from_limit_mcpu(limit, facts.period_us) or 0
@@ -447,102 +357,122 @@ def _cut_threads(facts: ContainerFacts, policy: Policy, throttled: bool) -> Reco
             f"{format_ms(quota_us)} quota in about {format_ms(quota_us / parallel)}, then all wait for the next "
             f"{format_ms(facts.period_us)} period."
         )
+    if planned is not None and planned.limit_mcpu > limit:
+        expected = Expected(
+            planned.expected.ratio_max, f"with the limit at {format_mcpu(planned.limit_mcpu)}: {planned.expected.basis}"
+        )
+        cap_text = f"ceil(new limit {format_mcpu(new_limit, with_cpus=False)}) = {cpus}"
+    else:
+        before = stranded_quota(facts.node_cpus or threads, threads, facts.period_us, None).stranded_us_per_period
+        after = stranded_quota(facts.node_cpus or cpus, cpus, facts.period_us, None).stranded_us_per_period
+        expected = Expected(
+            None,
+            f"no claim on the ratio: fewer threads touch fewer CPUs' run queues, so at most {format_ms(after)} instead "
+            f"of {format_ms(before)} of quota can be left on them per period",
+        )
+        cap_text = f"ceil(limit) = {cpus}"
     detail = (
-        f"{_sentence(_throttle_evidence(facts.window, policy))} with up to {plural(threads, 'thread')}, more than "
+        f"{sentence(throttle_evidence(facts.window, policy))} with up to {plural(threads, 'thread')}, more than "
         f"{policy.thread_factor:g} × ceil({format_mcpu(limit, with_cpus=False)} / 1,000m) = "
-        f"{policy.thread_factor * cpus:g} for a "
-        f"{format_mcpu(limit)} limit.{fed} Cap the runtime's parallelism at ceil(limit) = {cpus}: "
+        f"{policy.thread_factor * math.ceil(limit / MILLI_CPU_TO_CPU):g} for a "
+        f"{format_mcpu(limit)} limit.{fed} Cap the runtime's parallelism at {cap_text}: "
         f"{_THREAD_KNOBS.format(n=cpus)}. Fewer runnable threads use the quota more evenly (in Indeed's talk on "
-        "CFS throttling, GOMAXPROCS 2–3 cut usage, throttling and latency together). The thread count includes idle "
-        "threads: check how many actually run."
+        "CFS throttling, GOMAXPROCS 2–3 cut usage, throttling and latency together), but fewer threads do not make "
+        "CPU-bound work need less CPU: where usage fills the limit, the limit is what changes the ratio. The "
+        f"thread count includes idle threads: check how many actually run. {expected_text(expected)}"
     )
     return Recommendation(
         kind="cut_threads",
         severity="warning",
         summary=f"Cut threads: {plural(threads, 'thread')} share a {format_mcpu(limit)} limit; cap parallelism at {cpus}",
         detail=detail,
-    )
-
-
-def _add_threads(facts: ContainerFacts, policy: Policy) -> Recommendation | None:
-    request = facts.request_mcpu
-    threads = facts.window.threads_max
-    if not request or not threads or threads * MILLI_CPU_TO_CPU >= request:
-        return None
-    suggested = round_up_mcpu(threads * MILLI_CPU_TO_CPU, policy.request_step_mcpu)
-    detail = (
-        f"At most {plural(threads, 'thread')} {'was' if threads == 1 else 'were'} seen while it requests "
-        f"{format_mcpu(request)}: a thread runs on one CPU at a time, so it can never use more than "
-        f"{format_mcpu(threads * MILLI_CPU_TO_CPU)} and the rest of its request is reserved for nothing (a "
-        "single-threaded service on a 2-CPU request has been seen answering in 62 ms instead of 50 ms). Give it at least as many worker threads "
-        f"as requested CPUs, or lower the request to {format_mcpu(suggested)}."
-    )
-    return Recommendation(
-        kind="add_threads",
-        severity="info",
-        summary=f"Add threads: {plural(threads, 'thread')} cannot use a {format_mcpu(request)} request",
-        detail=detail,
-        suggested_request_mcpu=suggested if suggested < request else None,
-    )
-
-
-def _lower_request(facts: ContainerFacts, policy: Policy) -> Recommendation | None:
-    request = facts.request_mcpu
-    window = facts.window
-    usage_max = window.usage_max_mcpu
-    if not request or window.lifetime or usage_max is None or window.window_start is None:
-        return None
-    if usage_max >= policy.low_usage_fraction * request:
-        return None
-    window_seconds = (window.window_end - window.window_start).total_seconds()
-    covered = window.covered_seconds or 0.0
-    if window.samples < policy.min_samples_for_lower_request or (
-        window_seconds > 0 and covered < policy.min_coverage_for_lower_request * window_seconds
-    ):
-        return None
-    base = max((window.usage_p95_mcpu or 0.0) * policy.headroom, usage_max)
-    suggested = round_up_mcpu(base, policy.request_step_mcpu)
-    if suggested >= request:
-        return None
-    detail = (
-        f"Its highest usage in the window was {format_mcpu(usage_max)} (p95 "
-        f"{format_mcpu(window.usage_p95_mcpu or 0.0)}, {plural(window.samples, 'sample')} over {covered / 60:.0f} min), below "
-        f"{format_ratio(policy.low_usage_fraction)} of its {format_mcpu(request)} request. Suggested request: "
-        f"max(p95 × {policy.headroom:g}, max) = {format_mcpu(base)}, rounded up to {format_mcpu(suggested)}; this "
-        f"frees {format_mcpu(request - suggested)} of requested CPU, which raises the shares floor of its neighbours."
-    )
-    if facts.qos_class == "Guaranteed":
-        detail += (
-            " The pod is Guaranteed: a request below the limit makes it Burstable (and loses exclusive cores under "
-            "the static CPU manager policy); lower the limit with it to stay Guaranteed."
-        )
-    return Recommendation(
-        kind="lower_request",
-        severity="info",
-        summary=f"Lower the CPU request from {format_mcpu(request)} to {format_mcpu(suggested)}: it is not used",
-        detail=detail,
-        suggested_request_mcpu=suggested,
+        expected_throttle_ratio_max=expected.ratio_max,
+        expected_basis=expected.basis,
     )
 
 
 def advise(facts: ContainerFacts, policy: Policy) -> tuple[Recommendation, ...]:
-    """Every recommendation that applies to this container, most severe first (ties keep the table's order)."""
-    throttled = _is_throttled(facts.window, policy)
-    found: list[Recommendation] = []
-    for recommendation in (
-        _upgrade_kernel(facts, policy, throttled),
-        _raise_limit(facts, policy, throttled),
-        _use_whole_cores(facts, policy, throttled),
-        _cut_threads(facts, policy, throttled),
-        _add_threads(facts, policy),
-        _lower_request(facts, policy),
-        _set_request(facts, policy),
-    ):
-        if recommendation is not None:
-            found.append(recommendation)
-    if len(found) > 1:
-        found.sort(key=lambda recommendation: SEVERITY_RANK[recommendation.severity])
-    return tuple(found)
+    """One plan for the container (docs/domain.md#one-plan): the action that removes the cause first, then what adds
+    to it, with one request and one limit across every row; rules whose values contradict the plan are left out.
+
+    The kernel comes before a limit, exclusive whole cores (static CPU manager) before a fractional raise, and a
+    thread cap follows the plan's limit. While throttled, lower_request is left out: its one-minute averages are what hides the bursts.
+    """
+    throttled = is_throttled(facts.window, policy)
+    planned = _planned_raise(facts, policy) if throttled else None
+    kernel = _upgrade_kernel(facts, policy, throttled)
+    whole = None if kernel else _use_whole_cores(facts, policy, throttled, planned)
+    raised = None if kernel else _raise_limit(facts, policy, throttled, planned)
+    if whole is not None and raised is not None:
+        # Whole cores remove the cause when they are exclusive (the static CPU manager policy): they hold the raise,
+        # rounded up, with its severity. Elsewhere they only round the limit up and reserve it as a request too:
+        # the raise says what the limit needs.
+        if facts.cpu_manager_policy == "static":
+            if SEVERITY_RANK[raised.severity] < SEVERITY_RANK[whole.severity]:
+                whole = replace(whole, severity=raised.severity)
+            raised = None
+        else:
+            whole = None
+    limit_row = kernel or whole or raised
+    new_limit = limit_row.suggested_limit_mcpu if limit_row else None
+    plan_raise = None
+    if limit_row is not None and new_limit is not None and facts.limit_mcpu and new_limit > facts.limit_mcpu:
+        plan_raise = _Raise(
+            new_limit,
+            Expected(limit_row.expected_throttle_ratio_max, limit_row.expected_basis),
+            "",
+        )
+    cut = _cut_threads(facts, policy, throttled, plan_raise if not kernel else None)
+    lower = None if limit_row is not None or whole else lower_request(facts, policy)
+    rows: list[Recommendation | None] = [kernel]
+    # A raise the usage calls for comes before a thread cap; otherwise the threads are the cause and come first.
+    rows += [raised, cut] if raised is not None else [cut, whole]
+    rows += [
+        None if whole else set_request(facts, policy),
+        None if whole else add_threads(facts, policy, lower.suggested_request_mcpu if lower else None),
+        lower,
+    ]
+    plan = _one_value_each([row for row in rows if row is not None])
+    if plan:
+        note = _qos_note(facts, plan)
+        if note:
+            plan[0] = replace(plan[0], detail=f"{plan[0].detail} {note}")
+    return tuple(plan)
+
+
+def _one_value_each(rows: list[Recommendation]) -> list[Recommendation]:
+    """Drop any row whose request or limit differs from an earlier row's: never two values for one container."""
+    request = limit = None
+    kept: list[Recommendation] = []
+    for row in rows:
+        if (
+            row.suggested_request_mcpu is not None and request is not None and row.suggested_request_mcpu != request
+        ) or (row.suggested_limit_mcpu is not None and limit is not None and row.suggested_limit_mcpu != limit):
+            continue
+        request = row.suggested_request_mcpu if row.suggested_request_mcpu is not None else request
+        limit = row.suggested_limit_mcpu if row.suggested_limit_mcpu is not None else limit
+        kept.append(row)
+    return kept
+
+
+def _qos_note(facts: ContainerFacts, plan: list[Recommendation]) -> str:
+    """What the plan does to the pod's QoS class, when it changes it (in-place resize refuses such a change)."""
+    request = next((r.suggested_request_mcpu for r in plan if r.suggested_request_mcpu is not None), facts.request_mcpu)
+    limit = next((r.suggested_limit_mcpu for r in plan if r.suggested_limit_mcpu is not None), facts.limit_mcpu)
+    if (request, limit) == (facts.request_mcpu, facts.limit_mcpu):
+        return ""
+    if facts.qos_class == "Guaranteed" and limit is not None and request != limit:
+        return (
+            f"QoS: with request {format_mcpu(request or 0)} and limit {format_mcpu(limit or 0)} the pod leaves "
+            f"Guaranteed for Burstable (a resize in place is refused for that); to stay Guaranteed set both to "
+            f"{format_mcpu(max(request or 0, limit or 0))}."
+        )
+    if facts.qos_class == "Burstable" and request is not None and request == limit:
+        return (
+            "QoS: request = limit here makes the pod Guaranteed if every container's CPU and memory requests equal "
+            "their limits (a resize in place is refused for a change of QoS class)."
+        )
+    return ""
 
 
 @dataclass(frozen=True, slots=True)

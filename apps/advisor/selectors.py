@@ -79,6 +79,8 @@ RECOMMENDATION_FIELDS = (
     "computed_at",
     "periods",
     "kubectl_command",
+    "expected_throttle_ratio_max",
+    "expected_basis",
 )
 
 RECOMMENDATION_KEYS = (
@@ -88,6 +90,8 @@ RECOMMENDATION_KEYS = (
     "detail",
     "suggested_request_mcpu",
     "suggested_limit_mcpu",
+    "expected_throttle_ratio_max",
+    "expected_basis",
 )
 
 REPORT_UNUSED = ("container__pod__node__probe",)
@@ -279,6 +283,8 @@ def recommendation_rows(rows: Iterable[Finding]) -> Iterator[dict[str, Any]]:
                 "computed_at": finding.computed_at,
                 "periods": base["periods"],
                 "kubectl_command": command[0] if command is not None else None,
+                "expected_throttle_ratio_max": rec.get("expected_throttle_ratio_max"),
+                "expected_basis": rec.get("expected_basis"),
             }
 
 
@@ -356,6 +362,8 @@ def _recommendations(finding: Finding) -> list[Recommendation]:
             detail=r["detail"],
             suggested_request_mcpu=r.get("suggested_request_mcpu"),
             suggested_limit_mcpu=r.get("suggested_limit_mcpu"),
+            expected_throttle_ratio_max=r.get("expected_throttle_ratio_max"),
+            expected_basis=r.get("expected_basis") or "",
         )
         for r in finding.recommendations
     ]

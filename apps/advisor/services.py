@@ -465,6 +465,8 @@ def recommendation_dict(r: Recommendation) -> dict[str, object]:
         "detail": r.detail,
         "suggested_request_mcpu": r.suggested_request_mcpu,
         "suggested_limit_mcpu": r.suggested_limit_mcpu,
+        "expected_throttle_ratio_max": r.expected_throttle_ratio_max,
+        "expected_basis": r.expected_basis,
     }
 
 

@@ -18,8 +18,8 @@ import unicodedata
 from datetime import UTC
 from typing import Any
 
+from apps.advisor.facts import format_ratio
 from apps.advisor.models import Window
-from apps.advisor.rules import format_ratio
 
 from .selectors import NamespaceSummary
 
@@ -151,6 +151,14 @@ def _more(hidden_over: int, hidden_advised: int) -> str | None:
 _BELOW_HEADING = "Not over the target, with recommendations:"
 
 
+def _advice(rec: dict[str, Any]) -> str:
+    """A recommendation's summary and, where it makes a claim, its expected effect in words."""
+    expected = rec.get("expected_throttle_ratio_max")
+    if expected is None:
+        return str(rec["summary"])
+    return f"{rec['summary']} (expected: throttled in at most {format_ratio(expected)} of periods after the change)"
+
+
 # --- plain text ------------------------------------------------------------------------------------------------------
 
 
@@ -162,7 +170,7 @@ def as_text(summary: NamespaceSummary, report_url: str) -> str:
             lines.append(group)
         for row in rows:
             lines.append(f"- {_who(row)}: {_ratio_text(row)}")
-            lines += [f"  - {rec['severity']}: {rec['summary']}" for rec in row["recommendations"]]
+            lines += [f"  - {rec['severity']}: {_advice(rec)}" for rec in row["recommendations"]]
     more = _more(summary.hidden_over_target, summary.hidden_advised)
     if more:
         lines.append(f"{more}: see the report.")
@@ -204,7 +212,7 @@ def as_markdown(summary: NamespaceSummary, report_url: str) -> str:
         lines.append("")
         for row in rows:
             lines.append(f"- {_md_code(_who(row))} {_md_ratio(row)}")
-            lines += [f"  - **{rec['severity']}**: {_md(rec['summary'])}" for rec in row["recommendations"]]
+            lines += [f"  - **{rec['severity']}**: {_md(_advice(rec))}" for rec in row["recommendations"]]
     more = _more(summary.hidden_over_target, summary.hidden_advised)
     if more:
         lines += ["", f"{_md(more)}: [see the report]({report_url})."]
@@ -237,7 +245,7 @@ def _slack_container(row: dict[str, Any]) -> str:
     figure, words = _ratio(row)
     shown = _slack(words) if figure is None else f"*{figure}* {_slack(words)}"
     lines = [f"• {_slack_code(_who(row))} {shown}"]
-    lines += [f"    ◦ *{rec['severity']}*: {_slack(rec['summary'])}" for rec in row["recommendations"]]
+    lines += [f"    ◦ *{rec['severity']}*: {_slack(_advice(rec))}" for rec in row["recommendations"]]
     return "\n".join(lines)
 
 

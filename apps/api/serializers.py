@@ -134,6 +134,13 @@ class RecommendationSerializer(serializers.Serializer):
     detail = serializers.CharField()
     suggested_request_mcpu = serializers.IntegerField(allow_null=True)
     suggested_limit_mcpu = serializers.IntegerField(allow_null=True)
+    expected_throttle_ratio_max = NumberField(
+        allow_null=True,
+        help_text="0-1: the throttle ratio the change should leave at most; null where no claim is made.",
+    )
+    expected_basis = serializers.CharField(
+        allow_null=True, help_text="What the expected effect rests on, in one line (docs/domain.md#expected-effect)."
+    )
 
 
 class ReportRowSerializer(serializers.Serializer):
@@ -197,6 +204,11 @@ class RecommendationRowSerializer(serializers.Serializer):
         help_text="`kubectl set resources` line that applies the suggested request and/or limit on the pod's owner; "
         "null when the recommendation suggests neither.",
     )
+    expected_throttle_ratio_max = NumberField(
+        allow_null=True,
+        help_text="0-1: the throttle ratio the change should leave at most; null where no claim is made.",
+    )
+    expected_basis = serializers.CharField(allow_null=True, help_text="What the expected effect rests on, in one line.")
 
 
 # --- series ---------------------------------------------------------------------------------------------------------

@@ -46,12 +46,18 @@ def test_shares_floor_quota_ceiling_and_ratio_match_the_hand_arithmetic():
 def test_advice_kinds_and_suggested_values_follow_the_numbers():
     cluster = build_cluster("hand2", minutes=30, step_s=60, now=NOW)
     api = finding(cluster, "api-0")
-    raise_limit = next(r for r in api.recommendations if r["kind"] == "raise_limit")
-    # p95 490m × 1.2 = 588m; limit 500m × 1.2 = 600m; the larger, rounded up to 50m → 600m.
-    assert raise_limit["suggested_limit_mcpu"] == 600
-    # 8 threads > 4 × ceil(0.5) = 4 → cut threads; usage near the ceiling → no kernel upgrade advice.
-    kinds = {r["kind"] for r in api.recommendations}
-    assert "cut_threads" in kinds and "upgrade_kernel" not in kinds
+    # One plan. A throttled period wanted 500m + 0.3 s/s × 1,800 s / 10,800 periods = 50 ms more per 100 ms = 1,000m;
+    # × 1.2 headroom = 1,200m, the smallest candidate expected under the target (8 threads on 16 CPUs could use 8).
+    # Whole cores would only round that up on this node (CPU manager policy none): the raise is the action.
+    kinds = [r["kind"] for r in api.recommendations]
+    assert kinds == ["raise_limit", "cut_threads"]
+    raise_limit = api.recommendations[0]
+    assert raise_limit["suggested_limit_mcpu"] == 1200
+    assert raise_limit["expected_throttle_ratio_max"] == pytest.approx(0.10)
+    assert raise_limit["expected_basis"].startswith("average: a throttled period wanted 1,000m")
+    # 8 threads > 4 × ceil(0.5) = 4 → cut threads, capped at the plan's new limit; usage near the ceiling → no
+    # kernel upgrade advice.
+    assert "ceil(new limit 1,200m) = 2" in api.recommendations[1]["detail"]
 
     assert {r["kind"] for r in finding(cluster, "batch-0").recommendations} == {"set_request"}
     assert finding(cluster, "web-0").recommendations == []
@@ -129,7 +135,7 @@ def test_the_pod_pages_explanation_rebuilt_from_a_finding_is_the_one_the_advisor
     assert len(findings) == len(written) > 20
     for f in findings:
         assert explanation(f) == written[(f.container_id, f.window)], (f.container.pod.name, f.window)
-    assert any("Why raise limit" in p for text in written.values() for p in text)
+    assert any("Why raise limit" in p and "Expected after the change" in p for text in written.values() for p in text)
     assert any(p.startswith("Floor: no CPU request") for text in written.values() for p in text)
 
 

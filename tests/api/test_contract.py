@@ -23,13 +23,15 @@ CONTRACT_REPORT_FIELDS = [
 ]  # fmt: skip
 CONTRACT_RECOMMENDATION_KEYS = [
     "kind", "severity", "summary", "detail", "suggested_request_mcpu", "suggested_limit_mcpu",
+    "expected_throttle_ratio_max", "expected_basis",
 ]  # fmt: skip
 CONTRACT_CSV_COLUMNS = [
     "cluster", "namespace", "workload_kind", "workload_name", "pod", "container", "node", "kind", "severity", "summary",
     "throttle_ratio", "usage_p95_mcpu", "request_mcpu", "limit_mcpu", "suggested_request_mcpu", "suggested_limit_mcpu",
     "kernel_verdict",
     # Added at the end, as the contract allows: earlier columns keep their names and places.
-    "window_start", "window_end", "computed_at", "periods", "kubectl_command",
+    "window_start", "window_end", "computed_at", "periods", "kubectl_command", "expected_throttle_ratio_max",
+    "expected_basis",
 ]  # fmt: skip
 
 CONTAINERS = "/api/v1/clusters/demo/namespaces/{ns}/containers/"

@@ -52,11 +52,17 @@ def test_json_pages_hold_the_same_rows_as_the_csv_in_the_same_order(reader, demo
 
 
 def test_page_boundaries_can_split_one_containers_recommendations(reader, demo):
-    """api-0 has three recommendations; pages of 2 split them across pages without losing or repeating any."""
-    first = reader.get(URL, {"page_size": 2}).json()
-    second = reader.get(URL, {"page_size": 2, "page": 2}).json()
+    """api-0 has two recommendations and api-1 two; pages of 3 split api-1's across pages without losing or
+    repeating any."""
+    first = reader.get(URL, {"page_size": 3}).json()
+    second = reader.get(URL, {"page_size": 3, "page": 2}).json()
     pairs = [(r["pod"], r["kind"]) for r in first["results"] + second["results"]]
-    assert pairs[:3] == [("api-0", "raise_limit"), ("api-0", "cut_threads"), ("api-0", "use_whole_cores")]
+    assert pairs[:4] == [
+        ("api-0", "raise_limit"),
+        ("api-0", "cut_threads"),
+        ("api-1", "raise_limit"),
+        ("api-1", "cut_threads"),
+    ]
     assert first["count"] == stored_count()
 
 
@@ -196,7 +202,7 @@ def test_rows_say_what_window_and_periods_they_rest_on_and_how_to_apply_them(rea
         assert as_csv["kubectl_command"] == (change.kubectl if change else "")
     api = next(r for r in json_rows if r["pod"] == "api-0" and r["kind"] == "raise_limit")
     assert api["periods"] == 30 * 600
-    assert api["kubectl_command"] == "kubectl set resources deployment/api -c main --limits=cpu=600m -n shop"
+    assert api["kubectl_command"] == "kubectl set resources deployment/api -c main --limits=cpu=1200m -n shop"
     assert next(r for r in json_rows if r["kind"] == "cut_threads")["kubectl_command"] is None  # nothing to set
 
 

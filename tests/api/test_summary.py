@@ -31,7 +31,9 @@ def test_text_lists_the_worst_containers_with_ratio_and_advice_and_links_the_rep
         "(figures cover 30 of 60 min)."
     )
     assert lines[2] == "- api-0/main: 60% throttled"
-    assert lines[3].startswith("  - critical: Raise the CPU limit from 500m to 600m")
+    assert lines[3].startswith("  - critical: Raise the CPU limit from 500m to 1,200m")
+    # The claim in words: the raise should leave it throttled in at most the 10% target.
+    assert lines[3].endswith("(expected: throttled in at most 10% of periods after the change)")
     worker = lines.index("- worker-0/main: 40% throttled")
     assert lines[worker + 1].startswith("  - warning: Cut threads")
     # The default limit of 5 lists the four over the target, then one of cache-* (lower_request), and counts the other.
@@ -299,8 +301,8 @@ def test_json_has_the_same_facts_structured(reader, demo):
     )  # fmt: skip
     api = body["containers"][0]
     assert (api["pod"], api["container"], api["over_target"], api["throttle_ratio"]) == ("api-0", "main", True, 0.6)
-    assert [r["kind"] for r in api["recommendations"]] == ["raise_limit", "cut_threads", "use_whole_cores"]
-    assert api["recommendations"][0]["suggested_limit_mcpu"] == 600
+    assert [r["kind"] for r in api["recommendations"]] == ["raise_limit", "cut_threads"]
+    assert api["recommendations"][0]["suggested_limit_mcpu"] == 1200
     assert [c["pod"] for c in body["containers"]] == ["api-0", "api-1", "worker-0", "worker-1", "cache-0"]
     assert (body["more_over_target"], body["more_advised_below_target"]) == (0, 1)
     # Accept: application/json still gets the Slack message it always got.

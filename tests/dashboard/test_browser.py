@@ -108,7 +108,7 @@ def test_a_user_walks_from_the_overview_to_a_pod_chart(browser, site: str) -> No
     assert page.locator(".js-plotly-plot").count() == 1
     legend = page.locator(".js-plotly-plot .legend").text_content() or ""
     assert "shares floor 1,385m" in legend and "quota ceiling 500m" in legend and "target 10%" in legend
-    assert "kubectl set resources deployment/api -c main --limits=cpu=600m -n shop" in page.content()
+    assert "kubectl set resources deployment/api -c main --limits=cpu=1200m -n shop" in page.content()
     shoot(page, "pod-laptop")
     assert errors == []
 

@@ -9,7 +9,7 @@ from django.template import Context, Template
 from django.test import RequestFactory
 from django.utils import timezone
 
-from apps.advisor.rules import format_mcpu
+from apps.advisor.facts import format_mcpu
 from apps.advisor.selectors import Coverage
 from apps.dashboard.templatetags.report_tags import (
     above_limit,

@@ -175,7 +175,7 @@ def test_namespace_report_has_a_row_per_container_worst_first(ops: Client, demo:
     html = response.content.decode()
     for figure in ("250m", "500m", "1,385m", "490m", "60%", "0.30"):
         assert figure in html
-    assert 'class="badge sev-critical" title="Raise the CPU limit from 500m to 600m' in html
+    assert 'class="badge sev-critical" title="Raise the CPU limit from 500m to 1,200m' in html
     assert "Download CSV" in html
 
 
@@ -318,11 +318,12 @@ def test_namespace_csv_has_one_row_per_container_and_recommendation(ops: Client,
     assert response["Content-Type"].startswith("text/csv")
     assert 'filename="cputune-demo-shop-1h-recommendations.csv"' in response["Content-Disposition"]
     rows = csv_rows(response)
-    # api: raise_limit, cut_threads, use_whole_cores; worker: cut_threads, use_whole_cores; cache: lower_request.
-    assert len(rows) == 2 * 3 + 2 * 2 + 2 * 1
+    # One plan each. api: raise_limit, cut_threads (whole cores would only round the raise up under policy none);
+    # worker: cut_threads, use_whole_cores; cache: lower_request.
+    assert len(rows) == 2 * 2 + 2 * 2 + 2 * 1
     raise_limit = next(r for r in rows if r["pod"] == "api-0" and r["kind"] == "raise_limit")
-    # max(p95 490m × 1.2, limit 500m × 1.2) = 600m: raise_limit's suggestion.
-    assert raise_limit["suggested_limit_mcpu"] == "600"
+    # A throttled period wanted 500m + 50 ms per 100 ms of throttled time = 1,000m; × 1.2 headroom = 1,200m.
+    assert raise_limit["suggested_limit_mcpu"] == "1200"
     assert raise_limit["throttle_ratio"] == "0.6" and raise_limit["severity"] == "critical"
     lower = next(r for r in rows if r["pod"] == "cache-0")
     assert lower["limit_mcpu"] == "" and lower["throttle_ratio"] == ""  # unknown is empty, never 0
@@ -337,7 +338,7 @@ def test_namespace_csv_rows_carry_their_window_and_the_kubectl_line(ops: Client,
     assert raise_limit["window_end"] == finding.window_end.isoformat()
     assert raise_limit["computed_at"] == finding.computed_at.isoformat()
     assert raise_limit["periods"] == str(finding.periods)
-    assert raise_limit["kubectl_command"] == "kubectl set resources deployment/api -c main --limits=cpu=600m -n shop"
+    assert raise_limit["kubectl_command"] == "kubectl set resources deployment/api -c main --limits=cpu=1200m -n shop"
     assert next(r for r in rows if r["kind"] == "cut_threads")["kubectl_command"] == ""  # nothing to set
     lower = next(r for r in csv_rows(ops.get(f"{NS}recommendations.csv")) if r["pod"] == "cache-0")
     assert lower["kubectl_command"] == (
@@ -370,11 +371,12 @@ def test_pod_page_explains_and_recommends_with_copyable_changes(ops: Client, dem
     assert response.status_code == 200
     html = response.content.decode()
     assert "Floor: its request of 250m becomes 256 cpu.shares" in html  # the explanation, one <p> per paragraph
-    assert html.count("<p>Why ") == 3
-    assert "kubectl set resources deployment/api -c main --limits=cpu=600m -n shop" in html
-    assert "kubectl set resources deployment/api -c main --requests=cpu=1000m --limits=cpu=1000m -n shop" in html
-    assert "- name: main\n  resources:\n    limits:\n      cpu: 600m" in html
-    assert html.count('class="copy"') == 4  # kubectl + YAML for the two recommendations with numbers
+    assert html.count("<p>Why ") == 2
+    assert "kubectl set resources deployment/api -c main --limits=cpu=1200m -n shop" in html
+    # One plan: no second limit for the same container (whole cores at 1,000m used to stand beside a raise).
+    assert "--limits=cpu=1000m" not in html
+    assert "- name: main\n  resources:\n    limits:\n      cpu: 1200m" in html
+    assert html.count('class="copy"') == 2  # kubectl + YAML for the one recommendation with numbers
 
 
 def test_pod_page_chart_draws_usage_against_floor_and_ceiling_and_ratio_against_target(

@@ -9,8 +9,8 @@ from django import template
 from django.http import HttpRequest
 from django.utils import timezone
 
+from apps.advisor.facts import format_mcpu
 from apps.advisor.models import Window
-from apps.advisor.rules import format_mcpu
 from apps.advisor.selectors import Coverage
 
 register = template.Library()
