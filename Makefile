@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: run test install install-dev lint bench bench-scale bench-storage clean
+.PHONY: run test install install-dev lint bench bench-scale bench-storage bench-advice clean
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ bench: install-dev
 ## End-to-end scale run: the simulated cluster collected by real workers into PostgreSQL (needs PostgreSQL and Redis;
 ## 15 min or more for the default 100 and 1,000 nodes on 2 cores). SCALE_NODES=100,1000,5000 adds the Kubernetes limit.
 SCALE_NODES ?= 100,1000
+## Apply the advisor's plan for every lab container to real cgroups and measure it (root; a few minutes).
+bench-advice: install-dev
+	$(PY) benchmarks/run_all.py bench_advice
+
 bench-scale: install-dev
 	SCALE_NODES=$(SCALE_NODES) $(PY) benchmarks/run_all.py bench_scale
 

@@ -136,6 +136,7 @@ INSTALLED_APPS = [
     "apps.dashboard",
     "apps.api",
     "apps.lab",
+    "apps.verify",
 ]
 
 MIDDLEWARE = [

@@ -24,7 +24,6 @@ class Policy:
     min_periods: int = 50  # fewer periods in the window: not judged on throttling
     headroom: float = 1.2  # new limit or request = observed usage × headroom
     min_raise_factor: float = 1.2  # a raised limit is at least this × the old one (usage is capped by the limit)
-    burst_raise_factor: float = 2.0  # throttled by bursts the samples average away: a starting point, re-checked
     near_ceiling_fraction: float = 0.8  # p95 usage ≥ this × limit: the limit itself is the bottleneck
     well_below_quota_fraction: float = 0.6  # average usage ≤ this × limit while throttled: the kernel bug's symptom
     low_usage_fraction: float = 0.3  # max usage < this × request all window long: lower_request
@@ -50,7 +49,7 @@ class Policy:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"policy {name} = {value!r} is outside [0, 1]")
-        for name in ("headroom", "min_raise_factor", "burst_raise_factor", "thread_factor"):
+        for name in ("headroom", "min_raise_factor", "thread_factor"):
             value = getattr(self, name)
             if not value >= 1.0:
                 raise ValueError(f"policy {name} = {value!r} must be at least 1")

@@ -1,7 +1,8 @@
-"""manage.py lab up|down|status [--scenario FILE] [--if-possible]"""
+"""manage.py lab up|down|status|verify [--scenario FILE] [--if-possible] [--seconds S] [--only NAME ...]"""
 
 import json
 
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.lab import services
@@ -16,7 +17,7 @@ class Command(BaseCommand):
     help = "Start, stop or inspect the lab: real cgroups on this machine laid out like a kubelet's, throttled for real."
 
     def add_arguments(self, parser):
-        parser.add_argument("action", choices=["up", "down", "status"])
+        parser.add_argument("action", choices=["up", "down", "status", "verify"])
         parser.add_argument("--scenario", help="scenario YAML (default: apps/lab/scenarios/default.yaml)")
         parser.add_argument(
             "--if-possible",
@@ -24,8 +25,15 @@ class Command(BaseCommand):
             help="with up: when this machine cannot run the lab, say why and exit with status 3 instead of failing",
         )
         parser.add_argument("--json", action="store_true", help="with status: print JSON")
+        parser.add_argument("--seconds", type=float, default=10.0, help="with verify: length of each run")
+        parser.add_argument("--only", nargs="*", default=[], help="with verify: containers to verify")
 
     def handle(self, *args, action: str, scenario: str | None, if_possible: bool, json: bool, **options):
+        if action == "verify":
+            # Sent by name: the lab sits below the advisor, and verifying runs the advisor's rules on the lab.
+            call_command("verify_advice", seconds=options["seconds"], only=options["only"], scenario=scenario,
+                         stdout=self.stdout, stderr=self.stderr)  # fmt: skip
+            return
         if action == "up":
             self._up(scenario, if_possible)
         elif action == "down":

@@ -1,0 +1,178 @@
+"""One measured run: a lab workload in a throwaway cgroup with given quota, shares and process count, read at period
+resolution, with a small request loop beside it whose response times are the latency a user of the container feels.
+
+The request loop is the lab's work loop (0.5 ms of CPU every 37 ms, 14m: small beside a 50m limit) in the same
+cgroup, so it waits whenever the container is throttled. cpu.stat is polled every few milliseconds; the kernel adds a period's throttled time when it
+refills the quota, the same moment nr_periods counts the period, so each new period's throttled time is read whole.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import select
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from apps.lab import cgroups
+from apps.lab.cgroups import CgroupError, CpuController
+from apps.lab.workloads import ParamValue, command_line, normalize_params
+
+VERIFY_ROOT = "cputune-verify"
+REQUEST_WORK_MS = 0.5
+REQUEST_EVERY_MS = 37.0  # not a divisor of the 100 ms period: the requests drift across it
+_POLL_S = 0.004
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class RunError(RuntimeError):
+    """A run could not be made or read (no controller, a workload that did not start, a missing report)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """What the kernel counted over one run, and what the request loop felt."""
+
+    seconds: float
+    periods: int
+    throttled_periods: int
+    throttled_us: float
+    usage_us: float
+    period_throttled_us: tuple[float, ...]  # one per counted period
+    usage_per_second_mcpu: tuple[float, ...]  # CPU used in each whole second
+    latency_ms: tuple[float, ...]  # wall time of each request
+
+    @property
+    def ratio(self) -> float | None:
+        return self.throttled_periods / self.periods if self.periods else None
+
+    @property
+    def usage_mcpu(self) -> float:
+        return self.usage_us / self.seconds / 1000 if self.seconds else 0.0
+
+    def latency_p95_ms(self) -> float | None:
+        if not self.latency_ms:
+            return None
+        ordered = sorted(self.latency_ms)
+        return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def _throttled_us(stat: Mapping[str, int]) -> float:
+    if "throttled_time" in stat:  # cgroup v1: ns
+        return stat["throttled_time"] / 1000
+    return float(stat.get("throttled_usec", 0))
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _stop(child: subprocess.Popen[str]) -> None:
+    if child.poll() is None:
+        child.kill()
+    child.wait(timeout=10)
+
+
+def measure(
+    controller: CpuController,
+    kind: str,
+    params: Mapping[str, object],
+    quota_us: int | None,
+    period_us: int,
+    shares: int,
+    seconds: float,
+    name: str = "run",
+) -> Run:
+    """Run the workload for about `seconds` under the quota (None: none) and read what the kernel counted."""
+    normalized: dict[str, ParamValue] = normalize_params(kind, params)
+    iterations = max(10, int(seconds * 1000 / REQUEST_EVERY_MS))
+    loop = normalize_params(
+        "workloop",
+        {
+            "work_ms": REQUEST_WORK_MS,
+            "sleep_ms": REQUEST_EVERY_MS - REQUEST_WORK_MS,
+            "iterations": iterations,
+            "report": True,
+        },
+    )
+    name = f"{name}-{os.getpid()}"  # two runs at once (tests in parallel) never share a cgroup
+    with cgroups.temporary_cgroup(controller, VERIFY_ROOT, name, quota_us, period_us, shares) as cpu_dir:
+        procs = cgroups.procs_files(controller, VERIFY_ROOT, name)
+        workload = subprocess.Popen(command_line(kind, normalized, procs), cwd=_REPO_ROOT, env=_env(), text=True)
+        requests = subprocess.Popen(
+            command_line("workloop", loop, procs),
+            cwd=_REPO_ROOT,
+            env=_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            return _read_run(controller, name, cpu_dir, requests, seconds)
+        finally:
+            _stop(requests)
+            _stop(workload)
+
+
+def _read_run(
+    controller: CpuController, name: str, cpu_dir: str, requests: subprocess.Popen[str], seconds: float
+) -> Run:
+    assert requests.stdin is not None and requests.stdout is not None
+    if requests.stdout.readline().strip() != "ready":
+        raise RunError(f"the request loop did not start (exit status {requests.wait(timeout=10)})")
+    time.sleep(0.5)  # the workload's processes have forked and joined by now
+    relpath = name
+    first = last = cgroups.read_cpu_stat(cpu_dir)
+    usage_first = usage_second = cgroups.read_usage_ns(controller, f"{VERIFY_ROOT}/{relpath}")
+    started = next_second = time.monotonic()
+    requests.stdin.write("go\n")
+    requests.stdin.flush()
+    per_period: list[float] = []
+    per_second: list[float] = []
+    report = ""
+    deadline = started + seconds * 3 + 30
+    while not report:
+        now = time.monotonic()
+        if now > deadline:
+            raise RunError("the request loop did not finish in time")
+        ready, _, _ = select.select([requests.stdout], [], [], _POLL_S)
+        if ready:
+            line = requests.stdout.readline()
+            if not line:
+                raise RunError(f"the request loop stopped before its report (exit {requests.wait(timeout=10)})")
+            if line.startswith("{"):
+                report = line
+        try:
+            stat = cgroups.read_cpu_stat(cpu_dir)
+        except (OSError, CgroupError) as exc:
+            raise RunError(f"cannot read {cpu_dir}/cpu.stat: {exc}") from None
+        new_periods = stat["nr_periods"] - last["nr_periods"]
+        if new_periods > 0:
+            # A poll that missed a period splits what it read evenly: rare at a 4 ms poll and a 100 ms period.
+            share = (_throttled_us(stat) - _throttled_us(last)) / new_periods
+            per_period.extend([share] * new_periods)
+            last = stat
+        if now - next_second >= 1.0:
+            usage = cgroups.read_usage_ns(controller, f"{VERIFY_ROOT}/{relpath}")
+            per_second.append((usage - usage_second) / 1e6 / (now - next_second))
+            usage_second, next_second = usage, now
+    ended = time.monotonic()
+    final = cgroups.read_cpu_stat(cpu_dir)
+    usage_end = cgroups.read_usage_ns(controller, f"{VERIFY_ROOT}/{relpath}")
+    latency = json.loads(report)["wall_ms"]
+    return Run(
+        seconds=ended - started,
+        periods=final["nr_periods"] - first["nr_periods"],
+        throttled_periods=final["nr_throttled"] - first["nr_throttled"],
+        throttled_us=_throttled_us(final) - _throttled_us(first),
+        usage_us=(usage_end - usage_first) / 1000,
+        period_throttled_us=tuple(per_period),
+        usage_per_second_mcpu=tuple(per_second),
+        latency_ms=tuple(latency),
+    )

@@ -1,0 +1,68 @@
+"""Benchmark: does the advice work? `make bench-advice` runs `lab verify` over the lab's default scenario and checks
+the goals (docs/domain.md#lab-verify): applied raises bring the container under the target and inside the stated
+bound, no applied plan makes the request loop's p95 latency worse, and a limit one third below a suggested raise
+misses the target (suggestions are not padded). Needs root and a writable cgroup cpu controller.
+
+Run from the repository root: `.venv/bin/python benchmarks/bench_advice.py [--seconds 10]`. Prints the table, one
+JSON line per goal for benchmarks/run_all.py, and exits 1 when a goal is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cputune.settings")
+os.environ.setdefault("DEBUG", "1")
+
+import django  # noqa: E402
+
+django.setup()
+
+from apps.advisor.facts import Policy  # noqa: E402
+from apps.verify import services  # noqa: E402
+
+LIMIT_KINDS = ("raise_limit", "use_whole_cores", "cut_threads")
+
+
+def share(flags: list[bool | None]) -> tuple[float | None, int]:
+    known = [f for f in flags if f is not None]
+    return (sum(known) / len(known) if known else None), len(known)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=10.0)
+    args = parser.parse_args()
+    policy = Policy()
+    outcomes = services.verify(seconds=args.seconds, policy=policy)
+    for line in services.table(outcomes, policy.throttle_target):
+        print(line)
+    applied = [o for o in outcomes if o.applied and o.kind in LIMIT_KINDS]
+    goals = [
+        ("advice_applied_under_target", share([o.under_target(policy.throttle_target) for o in applied]), 0.9),
+        ("advice_within_expected_bound", share([o.within_bound() for o in applied]), 0.9),
+        ("advice_two_thirds_limit_misses_target", share([o.lower_limit_missed(policy.throttle_target) for o in applied]), 0.8),
+        ("advice_latency_not_worse", share([None if o.latency_worse() is None else not o.latency_worse() for o in outcomes if o.applied]), 1.0),
+    ]  # fmt: skip
+    missed = []
+    for name, (value, cases), target in goals:
+        print(
+            json.dumps(
+                {"name": name, "value": value, "unit": f"share of {cases} cases", "target": target, "baseline": None}
+            )
+        )
+        if value is None or value < target:
+            missed.append(name)
+    if missed:
+        print("missed: " + ", ".join(missed), file=sys.stderr)
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
