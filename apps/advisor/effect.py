@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from apps.advisor.cfs import MIN_CFS_RQ_RUNTIME_US
 from apps.clusters.kubelet import MILLI_CPU_TO_CPU
+from apps.telemetry.counters import throttle_ratio, throttled_us_per_period
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,14 +47,15 @@ class Evidence:
 
     @property
     def ratio(self) -> float:
-        return self.throttled_periods / self.periods if self.periods else 0.0
+        return throttle_ratio(self.throttled_periods, self.periods) or 0.0
 
     @property
     def mean_demand_mcpu(self) -> float | None:
         """CPU an average throttled period wanted: limit + its throttled time per period, capped by `parallel`."""
         if self.throttled_us is None or not self.throttled_periods:
             return None
-        demand = self.limit_mcpu + self.throttled_us / self.throttled_periods / self.period_us * MILLI_CPU_TO_CPU
+        waited_us = throttled_us_per_period(self.throttled_us, self.throttled_periods)
+        demand = self.limit_mcpu + waited_us * MILLI_CPU_TO_CPU / self.period_us
         cap = self.parallel
         return min(demand, cap * MILLI_CPU_TO_CPU) if cap else demand
 
@@ -74,7 +76,8 @@ def _slack_us(evidence: Evidence) -> float:
 def _markov(evidence: Evidence, added_us: float) -> float:
     """At most Θ / ΔQ periods can have throttled time above ΔQ: a bound on any distribution of the counters."""
     assert evidence.throttled_us is not None
-    return min(evidence.throttled_periods, evidence.throttled_us / added_us) / evidence.periods
+    still = min(evidence.throttled_periods, evidence.throttled_us / added_us)
+    return throttle_ratio(still, evidence.periods) or 0.0
 
 
 def expected_after_limit(evidence: Evidence, new_limit_mcpu: int, target: float, headroom: float) -> Expected:
@@ -145,7 +148,7 @@ def smallest_limit_under_target(
             candidates.append(mean * headroom)
         if target > 0:
             # Markov: Θ / (ΔQ × P) ≤ target.
-            added_us = evidence.throttled_us / (target * evidence.periods)
+            added_us = throttled_us_per_period(evidence.throttled_us, evidence.periods) / target
             candidates.append(evidence.limit_mcpu + added_us * MILLI_CPU_TO_CPU / evidence.period_us)
     if not candidates:
         return None

@@ -28,6 +28,12 @@ def throttle_ratio(throttled_periods: float | None, periods: float | None) -> fl
     return min(1.0, max(0.0, throttled_periods / periods))
 
 
+def throttled_us_per_period(throttled_us: float, periods: float) -> float:
+    """Throttled time per period counted (µs; summed over CPUs, so it can exceed the period): what a period of
+    those counted waited on average (docs/domain.md#expected-effect). 0 when no period is counted."""
+    return throttled_us / periods if periods > 0 else 0.0
+
+
 def check_counter(name: str, value: float | int | None) -> None:
     """Raise BadCounter when a cumulative counter's value cannot be real; None (not reported) is fine."""
     if value is None:

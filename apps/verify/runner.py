@@ -21,6 +21,7 @@ from pathlib import Path
 from apps.lab import cgroups
 from apps.lab.cgroups import CgroupError, CpuController
 from apps.lab.workloads import ParamValue, command_line, normalize_params
+from apps.telemetry.counters import throttle_ratio, throttled_us_per_period
 
 VERIFY_ROOT = "cputune-verify"
 REQUEST_WORK_MS = 0.5
@@ -48,7 +49,7 @@ class Run:
 
     @property
     def ratio(self) -> float | None:
-        return self.throttled_periods / self.periods if self.periods else None
+        return throttle_ratio(self.throttled_periods, self.periods)
 
     @property
     def usage_mcpu(self) -> float:
@@ -155,7 +156,7 @@ def _read_run(
         new_periods = stat["nr_periods"] - last["nr_periods"]
         if new_periods > 0:
             # A poll that missed a period splits what it read evenly: rare at a 4 ms poll and a 100 ms period.
-            share = (_throttled_us(stat) - _throttled_us(last)) / new_periods
+            share = throttled_us_per_period(_throttled_us(stat) - _throttled_us(last), new_periods)
             per_period.extend([share] * new_periods)
             last = stat
         if now - next_second >= 1.0:

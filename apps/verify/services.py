@@ -199,6 +199,8 @@ def _verify_one(
     label = f"{pod.namespace}/{pod.name}/{container.name}"
     limit_before = container.limit_mcpu or 0
     period = scenario.period_us
+    # Long enough for the rules to judge: min_periods periods, and a margin for the warm-up.
+    seconds = max(seconds, (policy.min_periods + 20) * period / 1e6)
     processes_before = _processes(container)
     before = _run(controller, container, container.limit_mcpu, container.request_mcpu, processes_before, period,
                   seconds, "before")  # fmt: skip
