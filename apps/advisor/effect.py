@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from apps.advisor.cfs import MIN_CFS_RQ_RUNTIME_US
@@ -162,13 +161,3 @@ def smallest_limit_under_target(
             return limit, expected
     limit = cap_mcpu if cap_mcpu is not None else math.ceil(max(*candidates, floor_mcpu) / step_mcpu) * step_mcpu
     return limit, expected_after_limit(evidence, limit, target, headroom)
-
-
-def ratio_curve(evidence: Evidence, limits_mcpu: Sequence[int], target: float, headroom: float) -> list[float | None]:
-    """The expected ratio at each limit (the current ratio at or below the current limit): the pod page's curve."""
-    return [
-        evidence.ratio
-        if limit <= evidence.limit_mcpu
-        else expected_after_limit(evidence, limit, target, headroom).ratio_max
-        for limit in limits_mcpu
-    ]

@@ -64,7 +64,7 @@ from typing import Any
 from apps.clusters.kubelet import weight_from_shares
 from apps.lab import cgroups
 from apps.lab.cgroups import DEFAULT_ROOT, PROBE_PREFIX, CgroupError, CpuController
-from apps.lab.workloads import calibrate_work_units, command_line
+from apps.lab.workloads import REPO_ROOT, calibrate_work_units, child_env, command_line, stop_child
 from apps.telemetry.counters import throttle_ratio
 from apps.words import plural
 
@@ -77,7 +77,6 @@ FIBTEST_LOW_RATIO = 0.90
 FIBTEST_MIN_THROTTLED_RATIO = 0.5
 STRANDED_MS_PER_CPU = 1.0  # min_cfs_rq_runtime
 _POLL_S = 0.0005
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class ProbeError(RuntimeError):
@@ -184,18 +183,6 @@ def _root_priority(controller: CpuController, root: str, shares: int) -> Iterato
                 Path(path).write_text(previous)
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p)
-    return env
-
-
-def _stop(child: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
-    if child.poll() is None:
-        child.kill()
-    child.wait(timeout=10)
-
-
 def _run_workloop(
     controller: CpuController,
     root: str,
@@ -211,7 +198,7 @@ def _run_workloop(
     with cgroups.temporary_cgroup(controller, root, name, quota_us, period_us, shares) as cpu_dir:
         argv = command_line("workloop", params, cgroups.procs_files(controller, root, name))
         child = subprocess.Popen(
-            argv, cwd=_REPO_ROOT, env=_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            argv, cwd=REPO_ROOT, env=child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
         try:
             assert child.stdin is not None and child.stdout is not None
@@ -230,7 +217,7 @@ def _run_workloop(
         except subprocess.TimeoutExpired:
             raise ProbeError("the work loop did not finish in time") from None
         finally:
-            _stop(child)
+            stop_child(child)
         if child.returncode != 0:
             raise ProbeError(f"the work loop failed with exit status {child.returncode}")
     report = json.loads(out)
@@ -284,7 +271,7 @@ def _run_fibtest(
     usage_rel = os.path.join(root, name)
     with cgroups.temporary_cgroup(controller, root, name, quota_us, period_us, shares) as cpu_dir:
         argv = command_line("fibtest", {"slow": slow}, cgroups.procs_files(controller, root, name))
-        child = subprocess.Popen(argv, cwd=_REPO_ROOT, env=_env(), stdin=subprocess.DEVNULL)
+        child = subprocess.Popen(argv, cwd=REPO_ROOT, env=child_env(), stdin=subprocess.DEVNULL)
         try:
             # Wait for the whole tree (leader + fast + slow) to be in the cgroup, then one settling period.
             deadline = time.monotonic() + 15
@@ -301,7 +288,7 @@ def _run_fibtest(
                 stat = _wait_period_tick(cpu_dir, stat["nr_periods"], period_timeout_s)
             usage_end_ns, wall_end = cgroups.read_usage_ns(controller, usage_rel), time.monotonic()
         finally:
-            _stop(child)
+            stop_child(child)
     return _FibtestFigures(
         periods=stat["nr_periods"] - start["nr_periods"],
         nr_throttled=stat["nr_throttled"] - start["nr_throttled"],

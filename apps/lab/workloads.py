@@ -34,10 +34,12 @@ import math
 import os
 import signal
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
@@ -448,6 +450,23 @@ def join_cgroup(procs_path: str) -> None:
     """Move this process into the cgroup whose ``cgroup.procs`` file is ``procs_path``."""
     with open(procs_path, "w") as procs:
         procs.write(str(os.getpid()))
+
+
+REPO_ROOT = Path(__file__).resolve().parents[2]  # where `python -m apps.lab.workloads` must run from
+
+
+def child_env() -> dict[str, str]:
+    """This process's environment with the repository on PYTHONPATH, for a workload started by command_line()."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def stop_child(child: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
+    """Kill a started workload if it still runs, and reap it."""
+    if child.poll() is None:
+        child.kill()
+    child.wait(timeout=10)
 
 
 def command_line(kind: str, params: Mapping[str, ParamValue], procs_paths: list[str]) -> list[str]:

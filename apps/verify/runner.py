@@ -16,18 +16,16 @@ import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from apps.lab import cgroups
 from apps.lab.cgroups import CgroupError, CpuController
-from apps.lab.workloads import ParamValue, command_line, normalize_params
+from apps.lab.workloads import REPO_ROOT, ParamValue, child_env, command_line, normalize_params, stop_child
 from apps.telemetry.counters import throttle_ratio, throttled_us_per_period
 
 VERIFY_ROOT = "cputune-verify"
 REQUEST_WORK_MS = 0.5
 REQUEST_EVERY_MS = 37.0  # not a divisor of the 100 ms period: the requests drift across it
 _POLL_S = 0.004
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class RunError(RuntimeError):
@@ -68,18 +66,6 @@ def _throttled_us(stat: Mapping[str, int]) -> float:
     return float(stat.get("throttled_usec", 0))
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p)
-    return env
-
-
-def _stop(child: subprocess.Popen[str]) -> None:
-    if child.poll() is None:
-        child.kill()
-    child.wait(timeout=10)
-
-
 def measure(
     controller: CpuController,
     kind: str,
@@ -105,11 +91,11 @@ def measure(
     name = f"{name}-{os.getpid()}"  # two runs at once (tests in parallel) never share a cgroup
     with cgroups.temporary_cgroup(controller, VERIFY_ROOT, name, quota_us, period_us, shares) as cpu_dir:
         procs = cgroups.procs_files(controller, VERIFY_ROOT, name)
-        workload = subprocess.Popen(command_line(kind, normalized, procs), cwd=_REPO_ROOT, env=_env(), text=True)
+        workload = subprocess.Popen(command_line(kind, normalized, procs), cwd=REPO_ROOT, env=child_env(), text=True)
         requests = subprocess.Popen(
             command_line("workloop", loop, procs),
-            cwd=_REPO_ROOT,
-            env=_env(),
+            cwd=REPO_ROOT,
+            env=child_env(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -117,8 +103,8 @@ def measure(
         try:
             return _read_run(controller, name, cpu_dir, requests, seconds)
         finally:
-            _stop(requests)
-            _stop(workload)
+            stop_child(requests)
+            stop_child(workload)
 
 
 def _read_run(
