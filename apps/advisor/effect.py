@@ -80,46 +80,58 @@ def _markov(evidence: Evidence, added_us: float) -> float:
 
 
 def expected_after_limit(evidence: Evidence, new_limit_mcpu: int, target: float, headroom: float) -> Expected:
-    """The throttle ratio `new_limit_mcpu` should leave, as a bound with its basis. The same offered load is
-    assumed: work that waited under the old limit runs on time under a higher one, so no period wants more."""
+    """The throttle ratio `new_limit_mcpu` should leave, as a bound with its basis: the tightest of the claims the
+    evidence supports (so a higher limit never reads worse than a lower one). The same offered load is assumed: work
+    that waited under the old limit runs on time under a higher one, so no period wants more."""
     if new_limit_mcpu <= evidence.limit_mcpu or not evidence.periods:
         return Expected(None, "no claim: the limit does not rise")
+    claims: list[Expected] = []  # in order of preference when two say the same
     parallel = evidence.parallel
     if parallel and new_limit_mcpu >= parallel * MILLI_CPU_TO_CPU:
         what = "threads" if evidence.threads and evidence.threads <= (evidence.node_cpus or math.inf) else "node CPUs"
-        return Expected(
-            target,
-            f"threads: at most {parallel} {what} can run at once, so a {new_limit_mcpu:,}m limit cannot be used up "
-            f"within a period (under {target:.0%}, allowing for the kernel's 1 ms slices)",
+        claims.append(
+            Expected(
+                target,
+                f"threads: at most {parallel} {what} can run at once, so a {new_limit_mcpu:,}m limit cannot be used "
+                f"up within a period (under {target:.0%}, allowing for the kernel's 1 ms slices)",
+            )
         )
     added_us = (new_limit_mcpu - evidence.limit_mcpu) * evidence.period_us / MILLI_CPU_TO_CPU
     if evidence.period_throttled_us:
         # A period stays throttled if its throttled time exceeds the quota added, less what other CPUs may keep.
         values = sorted(evidence.period_throttled_us)
         still = len(values) - bisect.bisect_right(values, max(0.0, added_us - _slack_us(evidence)))
-        ratio = still / len(values)
-        return Expected(
-            ratio,
-            f"periods: {still:,} of {len(values):,} sampled periods wanted more than the "
-            f"{added_us / 1000:.3g} ms per period this limit adds",
+        claims.append(
+            Expected(
+                still / len(values),
+                f"periods: {still:,} of {len(values):,} sampled periods wanted more than the "
+                f"{added_us / 1000:.3g} ms per period this limit adds",
+            )
         )
-    if evidence.throttled_us is None:
+    elif evidence.throttled_us is not None:
+        markov = _markov(evidence, added_us)
+        mean = evidence.mean_demand_mcpu
+        if mean is not None and new_limit_mcpu >= mean * headroom and markov > target:
+            claims.append(
+                Expected(
+                    target,
+                    f"average: a throttled period wanted {mean:,.0f}m on average (limit + throttled time per period); "
+                    f"{new_limit_mcpu:,}m is {headroom:g}× that, under {target:.0%} if the throttled periods are alike "
+                    f"(the counters alone guarantee at most {markov:.0%})",
+                )
+            )
+        claims.append(
+            Expected(
+                markov,
+                f"throttled time: at most Θ / ΔQ = {markov:.0%} of periods can still run out (any spread of the "
+                "counters)",
+            )
+        )
+    if not claims:
         return Expected(
             None, "no claim: throttled time is not collected, so the CPU the throttled periods wanted is unknown"
         )
-    markov = _markov(evidence, added_us)
-    mean = evidence.mean_demand_mcpu
-    if mean is not None and new_limit_mcpu >= mean * headroom and markov > target:
-        return Expected(
-            target,
-            f"average: a throttled period wanted {mean:,.0f}m on average (limit + throttled time per period); "
-            f"{new_limit_mcpu:,}m is {headroom:g}× that, under {target:.0%} if the throttled periods are alike "
-            f"(the counters alone guarantee at most {markov:.0%})",
-        )
-    return Expected(
-        markov,
-        f"throttled time: at most Θ / ΔQ = {markov:.0%} of periods can still run out (any spread of the counters)",
-    )
+    return min(claims, key=lambda claim: claim.ratio_max or 0.0)
 
 
 def smallest_limit_under_target(
@@ -161,3 +173,34 @@ def smallest_limit_under_target(
             return limit, expected
     limit = cap_mcpu if cap_mcpu is not None else math.ceil(max(*candidates, floor_mcpu) / step_mcpu) * step_mcpu
     return limit, expected_after_limit(evidence, limit, target, headroom)
+
+
+MAX_CURVE_POINTS = 40
+
+
+def expected_curve(
+    evidence: Evidence,
+    target: float,
+    headroom: float,
+    step_mcpu: int,
+    cap_mcpu: int | None,
+    marks: tuple[int, ...] = (),
+) -> tuple[tuple[int, float], ...]:
+    """(limit, expected ratio at most) for limits above the current one, up to twice the marked limits or four
+    times the current one (at most the cap), in whole multiples of `step_mcpu`; limits where no claim is made are
+    left out. The marked limits (the plan's) are points themselves, so the curve says there what the plan says."""
+    top = 2 * max((*marks, evidence.limit_mcpu * 2))
+    if cap_mcpu is not None:
+        top = min(top, cap_mcpu)
+    span = top - evidence.limit_mcpu
+    if span <= 0:
+        return ()
+    step = step_mcpu * max(1, math.ceil(span / step_mcpu / MAX_CURVE_POINTS))
+    first = (evidence.limit_mcpu // step + 1) * step
+    limits = sorted({*range(first, top + 1, step), *(m for m in marks if evidence.limit_mcpu < m <= top)})
+    points = []
+    for limit in limits:
+        ratio = expected_after_limit(evidence, limit, target, headroom).ratio_max
+        if ratio is not None:
+            points.append((limit, ratio))
+    return tuple(points)

@@ -57,6 +57,10 @@ class Finding(models.Model):
     gaps_ignored = models.IntegerField(default=0, help_text="Samples left out for following a gap in collection.")
     usage_active_mcpu = models.FloatField(null=True, help_text="Lifetime figures: CPU per period the container ran.")
     node_total_shares = models.BigIntegerField(null=True, help_text="cpu.shares of every pod on the node.")
+    expected_curve = models.JSONField(
+        default=list,
+        help_text="[[limit mCPU, throttle ratio at most], …] for limits above the current one: the pod page's curve.",
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["container", "window"], name="finding_once_per_window")]

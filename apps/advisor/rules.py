@@ -13,7 +13,13 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from apps.advisor.cfs import DEFAULT_SLICE_US, quota_shape, stranded_quota
-from apps.advisor.effect import Evidence, Expected, expected_after_limit, smallest_limit_under_target
+from apps.advisor.effect import (
+    Evidence,
+    Expected,
+    expected_after_limit,
+    expected_curve,
+    smallest_limit_under_target,
+)
 from apps.advisor.facts import (
     ContainerFacts,
     Policy,
@@ -438,6 +444,23 @@ def advise(facts: ContainerFacts, policy: Policy) -> tuple[Recommendation, ...]:
         if note:
             plan[0] = replace(plan[0], detail=f"{plan[0].detail} {note}")
     return tuple(plan)
+
+
+def limit_curve(
+    facts: ContainerFacts, policy: Policy, plan: tuple[Recommendation, ...]
+) -> tuple[tuple[int, float], ...]:
+    """What each limit above the current one should leave of the throttle ratio, for a throttled container with
+    the counters to say it (empty otherwise); the plan's limit is one of the points."""
+    evidence = evidence_of(facts)
+    if evidence is None or not is_throttled(facts.window, policy):
+        return ()
+    marks = tuple(
+        r.suggested_limit_mcpu
+        for r in plan
+        if r.suggested_limit_mcpu is not None and r.expected_throttle_ratio_max is not None
+    )
+    cap = facts.node_cpus * MILLI_CPU_TO_CPU if facts.node_cpus else None
+    return expected_curve(evidence, policy.throttle_target, policy.headroom, policy.limit_step_mcpu, cap, marks[:1])
 
 
 def _one_value_each(rows: list[Recommendation]) -> list[Recommendation]:

@@ -29,7 +29,7 @@ from apps.telemetry.selectors import latest_sample_rows, rollup_rows, sample_row
 from .cfs import SharesFloor, container_shares_floor, quota_ceiling_mcpu, shares_floor
 from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
-from .rules import ContainerFacts, Policy, Recommendation, advise
+from .rules import ContainerFacts, Policy, Recommendation, advise, limit_curve
 from .vocabulary import NO_SEVERITY_RANK, SEVERITY_RANK
 from .windows import RollupRow, SampleRow, WindowSummary, summarize_rollups, summarize_window
 
@@ -164,7 +164,9 @@ def refresh_part(
             for container_id, static in current.items():
                 summary = summaries.get(container_id) or _empty_window(start, now)
                 facts = replace(static.facts, window=summary)
-                rows.append(_finding_row(cluster.pk, window, now, static, facts, advise(facts, policy)))
+                plan = advise(facts, policy)
+                curve = limit_curve(facts, policy, plan)
+                rows.append(_finding_row(cluster.pk, window, now, static, facts, plan, curve))
             _write_findings(rows)
             written += len(rows)
     return written
@@ -352,10 +354,11 @@ class FindingRow(NamedTuple):
     gaps_ignored: int
     usage_active_mcpu: float | None
     node_total_shares: int | None
+    expected_curve: list[list[float]]
 
 
 FINDING_COLUMNS = FindingRow._fields
-_JSON_COLUMNS = frozenset({"recommendations"})
+_JSON_COLUMNS = frozenset({"recommendations", "expected_curve"})
 
 
 def _write_findings(rows: list[FindingRow]) -> None:
@@ -417,6 +420,7 @@ def _finding_row(
     static: _Static,
     facts: ContainerFacts,
     recommendations: tuple[Recommendation, ...],
+    curve: tuple[tuple[int, float], ...] = (),
 ) -> FindingRow:
     """One finding as a row: FindingRow's fields, each named where it is filled."""
     summary = facts.window
@@ -454,6 +458,7 @@ def _finding_row(
         gaps_ignored=summary.gaps_ignored,
         usage_active_mcpu=summary.usage_active_mcpu,
         node_total_shares=facts.node_total_shares,
+        expected_curve=[[limit, ratio] for limit, ratio in curve],
     )
 
 

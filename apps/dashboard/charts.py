@@ -294,7 +294,7 @@ def _dot(lone: bool, key: str) -> dict:
     return {"marker": {"color": COLOURS[key], "size": 8}} if lone else {}
 
 
-def _reference(span: list[int], value: float, name: str, key: str, hover: str, yaxis: str, rank: int) -> go.Scatter:
+def _reference(span: list[int] | list[float], value: float, name: str, key: str, hover: str, yaxis: str, rank: int) -> go.Scatter:
     """A horizontal line across the chart: two points, so it shows in the legend and the hover."""
     return go.Scatter(
         yaxis=yaxis,
@@ -342,6 +342,73 @@ def shares_figure(labels: Sequence[str], request_mcpu: Sequence[int | None], fra
         bargap=0.25,
     )
     return fig
+
+
+def limit_curve_figure(
+    curve: Sequence[Sequence[float]],
+    current_limit_mcpu: int,
+    current_ratio: float | None,
+    suggested_limit_mcpu: int | None,
+    target_ratio: float,
+) -> go.Figure:
+    """The throttle ratio each limit should leave at most (a step line: the bound holds from a point to the next),
+    with the current limit at its measured ratio, the plan's limit at its expected one, and the target."""
+    xs = [int(point[0]) for point in curve]
+    ys = [float(point[1]) for point in curve]
+    right = max(xs[-1], current_limit_mcpu + 1) if xs else current_limit_mcpu + 1
+    pad = (right - current_limit_mcpu) * LONE_POINT_PAD  # the marks are not cut in half at the axis' ends
+    span = [current_limit_mcpu - pad, right + pad]
+    top = max([*ys, current_ratio or 0.0, target_ratio])
+    traces = [
+        go.Scatter(
+            x=[current_limit_mcpu, *xs],
+            y=[current_ratio, *ys] if current_ratio is not None else [None, *ys],
+            name="expected throttle ratio, at most",
+            mode="lines",
+            line={"color": COLOURS["ratio"], "width": 2, "shape": "hv"},
+            hovertemplate="limit %{x:,}m: at most %{y:.0%} of periods<extra></extra>",
+            legendrank=1,
+        ),
+        _reference(
+            span, target_ratio, f"target {target_ratio:.0%}", "target", "target %{y:.0%}<extra></extra>", "y", 4
+        ),
+    ]
+    if current_ratio is not None:
+        traces.append(_mark(current_limit_mcpu, current_ratio, f"now: {current_limit_mcpu:,}m", "ceiling", 2))
+    if suggested_limit_mcpu in xs:
+        expected = ys[xs.index(suggested_limit_mcpu)]
+        traces.append(_mark(suggested_limit_mcpu, expected, f"suggested: {suggested_limit_mcpu:,}m", "floor", 3))
+    return go.Figure(
+        data=traces,
+        layout={
+            "template": go.layout.Template(),
+            "height": 300,
+            "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
+            "font": _FONT,
+            "paper_bgcolor": "#fff",
+            "plot_bgcolor": "#fff",
+            "hovermode": "closest",
+            "legend": {"orientation": "h", "x": 0, "y": -0.25, "yanchor": "top"},
+            "xaxis": {**_AXIS, "title": {"text": "CPU limit (millicores)"}, "range": span, "tickformat": ",d"},
+            "yaxis": {**_AXIS, "title": {"text": "throttled periods"}, "tickformat": ".0%", "range": [0, top * 1.2]},
+        },
+    )
+
+
+def _mark(x: int, y: float, name: str, key: str, rank: int) -> go.Scatter:
+    """One labelled point on the limit curve."""
+    return go.Scatter(
+        x=[x],
+        y=[y],
+        name=name,
+        mode="markers+text",
+        text=[name],
+        textposition="top right",
+        marker={"color": COLOURS[key], "size": 10, "symbol": "diamond" if key == "floor" else "circle"},
+        hovertemplate=f"{name}<br>%{{y:.0%}} of periods<extra></extra>",
+        legendrank=rank,
+        showlegend=False,
+    )
 
 
 _JSON_SCRIPT_ESCAPES = {ord(">"): "\\u003E", ord("<"): "\\u003C", ord("&"): "\\u0026"}

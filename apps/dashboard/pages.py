@@ -103,6 +103,7 @@ def pod_page(cluster: str, namespace: str, pod: str, window: str) -> dict[str, A
                 "chart_json": charts.figure_json(figure) if c.points else None,
                 "chart_note": charts.lone_point_note(c.points, detail.resolution),
                 "chart_has_ratio": charts.has_quota(c.points, ceiling_mcpu),
+                **_limit_curve(c, recommendations, target),
             }
         )
     return {
@@ -114,6 +115,30 @@ def pod_page(cluster: str, namespace: str, pod: str, window: str) -> dict[str, A
         "window": window,
         "target": target,
     }
+
+
+def _limit_curve(c: Any, recommendations: list[dict[str, Any]], target: float) -> dict[str, Any]:
+    """The chart of what each higher limit should leave of the throttle ratio, and the plan's limit on it."""
+    finding = c.finding
+    limit = c.container.limit_mcpu or (finding.quota_ceiling_mcpu if finding else None)
+    if finding is None or not finding.expected_curve or not limit:
+        return {"curve_json": None}
+    planned = next(
+        (
+            r
+            for r in recommendations
+            if r.get("suggested_limit_mcpu") and r.get("expected_throttle_ratio_max") is not None
+        ),
+        None,
+    )
+    figure = charts.limit_curve_figure(
+        finding.expected_curve,
+        limit,
+        finding.throttle_ratio,
+        planned["suggested_limit_mcpu"] if planned else None,
+        target,
+    )
+    return {"curve_json": charts.figure_json(figure), "curve_plan": planned, "curve_limit_mcpu": limit}
 
 
 def node_page(cluster: str, node: str, window: str) -> dict[str, Any]:

@@ -122,11 +122,11 @@ def test_the_pod_pages_explanation_rebuilt_from_a_finding_is_the_one_the_advisor
     written: dict[tuple[int, str], tuple[str, ...]] = {}
     row = services._finding_row
 
-    def recording_row(cluster_id, window, now, static, facts, recommendations):
+    def recording_row(cluster_id, window, now, static, facts, recommendations, curve):
         written[(static.container_id, window)] = explain_paragraphs(
             facts, recommendations, services.policy_from_settings()
         )
-        return row(cluster_id, window, now, static, facts, recommendations)
+        return row(cluster_id, window, now, static, facts, recommendations, curve)
 
     monkeypatch.setattr(services, "_finding_row", recording_row)
     clusters = [build_cluster("affected", minutes=30, step_s=60, now=NOW, kernel="4.19.76"),

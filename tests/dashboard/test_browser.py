@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import csv
 import io
+import itertools
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,8 +106,8 @@ def test_a_user_walks_from_the_overview_to_a_pod_chart(browser, site: str) -> No
 
     page.click("#report a[href^='/c/demo/ns/shop/pod/api-0/']")
     page.wait_for_selector(".js-plotly-plot .main-svg")
-    assert page.locator(".js-plotly-plot").count() == 1
-    legend = page.locator(".js-plotly-plot .legend").text_content() or ""
+    assert page.locator(".js-plotly-plot").count() == 2  # the container's figures and its limit curve
+    legend = page.locator(".js-plotly-plot .legend").first.text_content() or ""
     assert "shares floor 1,385m" in legend and "quota ceiling 500m" in legend and "target 10%" in legend
     assert "kubectl set resources deployment/api -c main --limits=cpu=1200m -n shop" in page.content()
     shoot(page, "pod-laptop")
@@ -244,6 +245,38 @@ def test_pod_charts_fit_each_container(chart_cases, browser, site: str) -> None:
         assert note in page.inner_text(".chart-note")
         assert facts["markers"] >= 3  # usage, throttle ratio and threads each show their point
         shoot_chart(page, f"pod-chart-one-point-{window}-laptop")
+    assert errors == []
+
+
+_CURVE_FACTS = """el => {
+    const data = el._fullData || [];
+    const line = data.find(t => t.name.startsWith("expected throttle ratio"));
+    const mark = prefix => { const t = data.find(t => t.name.startsWith(prefix)); return t ? [t.x[0], t.y[0]] : null; };
+    return {line: line ? [Array.from(line.x), Array.from(line.y)] : null, now: mark("now:"),
+            suggested: mark("suggested:"), target: (data.find(t => t.name.startsWith("target")) || {y: [null]}).y[0],
+            texts: Array.from(el.querySelectorAll(".textpoint text")).map(t => t.textContent)};
+}"""
+
+
+def test_the_pod_page_draws_what_a_higher_limit_should_do(browser, site: str) -> None:
+    """The limit curve: the current limit at its measured ratio, the plan's limit at the ratio its card states,
+    each higher limit no worse than a lower one, and the suggestion under the target."""
+    page, errors = logged_in_page(browser, site, LAPTOP)
+    page.goto(f"{site}/c/demo/ns/shop/pod/api-0/")
+    curve = page.locator(".limit-curve .js-plotly-plot")
+    curve.locator(".main-svg").first.wait_for()
+    facts = curve.evaluate(_CURVE_FACTS)
+    card = page.locator("article.rec", has_text="raise limit").first
+    stated = card.locator(".expected strong").inner_text()
+    limits, ratios = facts["line"]
+    assert facts["now"] == [500, pytest.approx(0.6, abs=0.01)] and limits[0] == 500
+    assert facts["suggested"][0] == 1200 and f"{facts['suggested'][1]:.1%}".replace(".0%", "%") in (stated, stated)
+    assert facts["suggested"][1] <= facts["target"] == 0.1
+    assert all(later <= earlier for earlier, later in itertools.pairwise(ratios))
+    assert {"now: 500m", "suggested: 1,200m"} <= set(facts["texts"])
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator(".limit-curve").screenshot(path=str(SHOTS / "pod-limit-curve-laptop.png"))
+    shoot(page, "pod-with-limit-curve-laptop")
     assert errors == []
 
 
