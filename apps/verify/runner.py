@@ -8,15 +8,19 @@ refills the quota, the same moment nr_periods counts the period, so each new per
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import select
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
+from pathlib import Path
 
+from agent.cputune_agent import parse_cpu_list
 from apps.lab import cgroups
 from apps.lab.cgroups import CgroupError, CpuController
 from apps.lab.workloads import REPO_ROOT, ParamValue, child_env, command_line, normalize_params, stop_child
@@ -26,6 +30,7 @@ VERIFY_ROOT = "cputune-verify"
 REQUEST_WORK_MS = 0.5
 REQUEST_EVERY_MS = 37.0  # not a divisor of the 100 ms period: the requests drift across it
 _POLL_S = 0.004
+CPUSET_MOUNT = "/sys/fs/cgroup/cpuset"  # cgroup v1's cpuset controller, where the static CPU manager pins
 
 
 class RunError(RuntimeError):
@@ -75,8 +80,10 @@ def measure(
     shares: int,
     seconds: float,
     name: str = "run",
+    pinned_cpus: int | None = None,
 ) -> Run:
-    """Run the workload for about `seconds` under the quota (None: none) and read what the kernel counted."""
+    """Run the workload for about `seconds` under the quota (None: none) and read what the kernel counted; with
+    `pinned_cpus`, on that many CPUs of its own (cpuset), as the static CPU manager gives whole cores."""
     normalized: dict[str, ParamValue] = normalize_params(kind, params)
     iterations = max(10, int(seconds * 1000 / REQUEST_EVERY_MS))
     loop = normalize_params(
@@ -89,8 +96,13 @@ def measure(
         },
     )
     name = f"{name}-{os.getpid()}"  # two runs at once (tests in parallel) never share a cgroup
-    with cgroups.temporary_cgroup(controller, VERIFY_ROOT, name, quota_us, period_us, shares) as cpu_dir:
-        procs = cgroups.procs_files(controller, VERIFY_ROOT, name)
+    with ExitStack() as stack:
+        # The cpuset is left last: the cpu cgroup's removal kills what is left of the workload first.
+        pinned = stack.enter_context(cpuset(name, pinned_cpus)) if pinned_cpus is not None else None
+        cpu_dir = stack.enter_context(
+            cgroups.temporary_cgroup(controller, VERIFY_ROOT, name, quota_us, period_us, shares)
+        )
+        procs = cgroups.procs_files(controller, VERIFY_ROOT, name) + ([pinned] if pinned else [])
         workload = subprocess.Popen(command_line(kind, normalized, procs), cwd=REPO_ROOT, env=child_env(), text=True)
         requests = subprocess.Popen(
             command_line("workloop", loop, procs),
@@ -101,14 +113,50 @@ def measure(
             text=True,
         )
         try:
-            return _read_run(controller, name, cpu_dir, requests, seconds)
+            return _read_run(
+                controller, name, cpu_dir, requests, iterations * (REQUEST_EVERY_MS / 1000 + 2 * period_us / 1e6)
+            )
         finally:
             stop_child(requests)
             stop_child(workload)
 
 
+@contextmanager
+def cpuset(name: str, cpus: int, mount: str = CPUSET_MOUNT) -> Iterator[str]:
+    """A cpuset cgroup ``<mount>/cputune-verify/<name>`` holding CPUs 0 … cpus−1 for one run; yields its
+    cgroup.procs and removes it (its processes must have exited) on the way out."""
+    root, here = Path(mount), Path(mount, VERIFY_ROOT)
+    if not (root / "cpuset.cpus").is_file():
+        raise RunError(f"no cgroup v1 cpuset controller at {mount}: whole cores cannot be pinned here")
+    available = sorted(parse_cpu_list((root / "cpuset.effective_cpus").read_text()))
+    if cpus < 1 or cpus > len(available):
+        raise RunError(f"cannot pin {cpus} CPUs: this machine has {len(available)}")
+    mems = (root / "cpuset.mems").read_text().strip()
+    here.mkdir(exist_ok=True)
+    # A v1 cpuset takes no process until it has CPUs and memory nodes; a child's must lie within its parent's.
+    (here / "cpuset.cpus").write_text((root / "cpuset.cpus").read_text())
+    (here / "cpuset.mems").write_text(mems)
+    run = here / name
+    run.mkdir()
+    try:
+        (run / "cpuset.cpus").write_text(",".join(str(cpu) for cpu in available[:cpus]))
+        (run / "cpuset.mems").write_text(mems)
+        yield str(run / "cgroup.procs")
+    finally:
+        for _ in range(50):  # killed processes leave the cgroup a moment after they are reaped
+            try:
+                run.rmdir()
+                break
+            except OSError as exc:
+                if exc.errno != errno.EBUSY:
+                    raise
+                time.sleep(0.02)
+        with suppress(OSError):  # another run's cpuset is still there
+            here.rmdir()
+
+
 def _read_run(
-    controller: CpuController, name: str, cpu_dir: str, requests: subprocess.Popen[str], seconds: float
+    controller: CpuController, name: str, cpu_dir: str, requests: subprocess.Popen[str], longest_s: float
 ) -> Run:
     assert requests.stdin is not None and requests.stdout is not None
     if requests.stdout.readline().strip() != "ready":
@@ -123,7 +171,7 @@ def _read_run(
     per_period: list[float] = []
     per_second: list[float] = []
     report = ""
-    deadline = started + seconds * 3 + 30
+    deadline = started + longest_s + 30  # a starved request can wait two periods on top of its own interval
     while not report:
         now = time.monotonic()
         if now > deadline:

@@ -4,8 +4,9 @@ the kernel say whether it worked (docs/domain.md#lab-verify).
 For each container of the scenario with a CPU limit: a run as declared ("before"), the advisor's plan made from that
 run's counters (the product's own rules, with the run's per-period throttled times as evidence), a run with the plan
 applied (new quota, the thread cap as fewer worker processes, new request as shares), and, for a raised limit, a run
-one third below the suggestion, which should miss the target if the suggestion is not padded. A kernel upgrade and
-exclusive cores are not applied here; the row says so.
+one third below the suggestion, which should miss the target if the suggestion is not padded. Where the plan on a
+node with the static CPU manager policy would be whole cores, a second row applies them pinned with the cpuset
+controller. A kernel upgrade cannot be applied here; the row says so.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from apps.lab.cgroups import CpuController, detect_cpu_controller
 from apps.lab.scenario import Container, Pod, Scenario, load_scenario
 from apps.lab.workloads import KINDS, task_count
 from apps.verify.runner import Run, measure
+from apps.words import plural
 
 # Workload parameters that set how many processes run at once: where a thread cap can be applied.
 _PARALLELISM = {"burner": "processes", "bursty": "processes", "lightweb": "processes"}
@@ -95,8 +97,11 @@ def _summary(run: Run, now: datetime) -> WindowSummary:
     )
 
 
-def plan_for(run: Run, pod: Pod, container: Container, policy: Policy) -> tuple[Recommendation, ...]:
-    """The advisor's plan for a container measured by `run`, on this machine."""
+def plan_for(
+    run: Run, pod: Pod, container: Container, policy: Policy, cpu_manager_policy: str = "none"
+) -> tuple[Recommendation, ...]:
+    """The advisor's plan for a container measured by `run`, on this machine (as a node with the given CPU manager
+    policy: "static" gives whole cores their own CPUs)."""
     cpus = os.cpu_count() or 1
     workload = container.workload
     window = replace(_summary(run, datetime.now(UTC)), threads_max=task_count(workload.kind, workload.params) + 1)
@@ -106,7 +111,7 @@ def plan_for(run: Run, pod: Pod, container: Container, policy: Policy) -> tuple[
         limit_mcpu=container.limit_mcpu,
         node_cpus=cpus,
         node_allocatable_mcpu=cpus * MILLI_CPU_TO_CPU,
-        cpu_manager_policy="none",
+        cpu_manager_policy=cpu_manager_policy,
         qos_class=pod.qos_class,
         kernel=kernel_verdict(os.uname().release),
         period_throttled_us=run.period_throttled_us,
@@ -136,13 +141,11 @@ def _apply(container: Container, plan: tuple[Recommendation, ...]) -> tuple[int 
                 processes = min(processes, cap)
         elif r.kind == "upgrade_kernel":
             notes.append("a kernel upgrade cannot be applied in the lab")
-        elif r.kind == "use_whole_cores":
-            notes.append("whole cores applied as a quota, not pinned (the lab's CPU manager policy is none)")
     return limit, request, processes, "; ".join(notes)
 
 
 def _run(controller: CpuController, container: Container, limit: int | None, request: int | None,
-         processes: int | None, period_us: int, seconds: float, name: str) -> Run:  # fmt: skip
+         processes: int | None, period_us: int, seconds: float, name: str, pinned: int | None = None) -> Run:  # fmt: skip
     params = dict(container.workload.params)
     key = _PARALLELISM.get(container.workload.kind)
     if key and processes is not None:
@@ -156,6 +159,7 @@ def _run(controller: CpuController, container: Container, limit: int | None, req
         shares_from_request_mcpu(request),
         seconds,
         name=name,
+        pinned_cpus=pinned,
     )
 
 
@@ -189,39 +193,53 @@ def verify(
     scenario = load_scenario(scenario_path)
     outcomes = []
     for pod, container in candidates(scenario, only):
-        outcomes.append(_verify_one(controller, scenario, pod, container, seconds, policy))
+        outcomes.extend(_verify_one(controller, scenario, pod, container, seconds, policy))
     return outcomes
 
 
 def _verify_one(
     controller: CpuController, scenario: Scenario, pod: Pod, container: Container, seconds: float, policy: Policy
-) -> Outcome:
+) -> list[Outcome]:
+    """The container's plan applied and measured; where its node ran the static CPU manager policy the plan would be
+    whole cores instead, a second row with those cores pinned (cpuset), as the kubelet gives them."""
     label = f"{pod.namespace}/{pod.name}/{container.name}"
-    limit_before = container.limit_mcpu or 0
     period = scenario.period_us
     # Long enough for the rules to judge: min_periods periods, and a margin for the warm-up.
     seconds = max(seconds, (policy.min_periods + 20) * period / 1e6)
     processes_before = _processes(container)
     before = _run(controller, container, container.limit_mcpu, container.request_mcpu, processes_before, period,
                   seconds, "before")  # fmt: skip
-    plan = plan_for(before, pod, container, policy)
     base = Outcome(
         container=label,
-        limit_before_mcpu=limit_before,
+        limit_before_mcpu=container.limit_mcpu or 0,
         processes_before=processes_before,
         ratio_before=before.ratio,
         usage_before_mcpu=before.usage_mcpu,
         latency_p95_before_ms=before.latency_p95_ms(),
     )
+    plan = plan_for(before, pod, container, policy)
     if not plan:
-        return replace(base, note="no advice")
+        return [replace(base, note="no advice")]
+    outcomes = [_applied(controller, container, plan, base, period, seconds)]
+    static = plan_for(before, pod, container, policy, cpu_manager_policy="static")
+    if static and static[0].kind == "use_whole_cores":
+        outcomes.append(_applied(controller, container, static, base, period, seconds, pin=True))
+    return outcomes
+
+
+def _applied(controller: CpuController, container: Container, plan: tuple[Recommendation, ...], base: Outcome,
+             period: int, seconds: float, pin: bool = False) -> Outcome:  # fmt: skip
+    """`base` with the plan applied and measured, and a raise checked one third lower."""
     primary = plan[0]
     limit, request, processes, note = _apply(container, plan)
     applied = primary.kind in APPLIED_KINDS
-    after = _run(controller, container, limit, request, processes, period, seconds, "after") if applied else None
+    cores = math.ceil(limit / MILLI_CPU_TO_CPU) if pin and limit else None
+    if cores:
+        note = "; ".join(filter(None, [note, f"pinned to {plural(cores, 'CPU')} (cpuset), as the static policy does"]))
+    after = _run(controller, container, limit, request, processes, period, seconds, "after", cores) if applied else None
     lower_limit = ratio_lower = None
-    if applied and limit is not None and limit > limit_before:
-        lower_limit = max(limit_before + 1, round(limit * 2 / 3))
+    if applied and primary.kind == "raise_limit" and limit is not None and limit > base.limit_before_mcpu:
+        lower_limit = max(base.limit_before_mcpu + 1, round(limit * 2 / 3))
         lower = _run(controller, container, lower_limit, request, processes, period, seconds, "lower")
         ratio_lower = lower.ratio
     return replace(

@@ -42,7 +42,7 @@ def test_lab_verify_applies_the_raise_and_the_kernel_says_it_worked(controller, 
     call_command("verify_advice", seconds=3, scenario=str(scenario), json_path=str(out))
     printed = capsys.readouterr().out
     assert "shop/checkout-0/app" in printed and "raise_limit" in printed
-    (outcome,) = json.loads(out.read_text())
+    (outcome,) = json.loads(out.read_text())  # 2 CPUs: whole cores would be the node's, so no static-policy row
     # One spinning process under 20 ms per 100 ms is throttled in (nearly) every period.
     assert outcome["ratio_before"] > 0.9
     assert outcome["plan"][0] == "raise_limit" and outcome["applied"]
@@ -70,3 +70,16 @@ def test_lab_verify_is_reached_from_the_lab_command_and_refuses_a_silly_length(c
 
     with pytest.raises(CommandError, match=r"--seconds 0\.5 is outside"):
         call_command("lab", "verify", seconds=0.5)
+
+
+def test_whole_cores_are_pinned_with_the_cpuset_controller(controller) -> None:
+    from apps.verify.runner import CPUSET_MOUNT, measure
+
+    if not Path(CPUSET_MOUNT, "cpuset.cpus").is_file():
+        pytest.skip("no cgroup v1 cpuset controller here")
+    # Two spinning processes and no quota: free, they use both CPUs; pinned to one, they share it.
+    free = measure(controller, "burner", {"processes": 2}, None, 100_000, 1024, 2, name="free")
+    pinned = measure(controller, "burner", {"processes": 2}, None, 100_000, 1024, 2, name="pinned", pinned_cpus=1)
+    assert free.usage_mcpu > 1600
+    assert 850 < pinned.usage_mcpu < 1100
+    assert not Path(CPUSET_MOUNT, "cputune-verify").exists()
