@@ -39,7 +39,8 @@ bench: install-dev
 ## End-to-end scale run: the simulated cluster collected by real workers into PostgreSQL (needs PostgreSQL and Redis;
 ## 15 min or more for the default 100 and 1,000 nodes on 2 cores). SCALE_NODES=100,1000,5000 adds the Kubernetes limit.
 SCALE_NODES ?= 100,1000
-## Apply the advisor's plan for every lab container to real cgroups and measure it (root; a few minutes).
+## Apply the advisor's plan for every lab container to real cgroups and measure it, then every container busy at once
+## against its shares floor (root, cgroup v1; a few minutes).
 bench-advice: install-dev
 	$(PY) benchmarks/run_all.py bench_advice
 

@@ -1,10 +1,14 @@
 """Benchmark: does the advice work? `make bench-advice` runs `lab verify` over the lab's default scenario and checks
 the goals (docs/domain.md#lab-verify): applied raises bring the container under the target and inside the stated
 bound, no applied plan makes the request loop's p95 latency worse, and a limit one third below a suggested raise
-misses the target (suggestions are not padded). Needs root and a writable cgroup cpu controller.
+misses the target (suggestions are not padded). Then `lab verify --contention` (docs/domain.md#lab-contention): under
+full contention no lab container gets less than 85 % of its computed shares floor (or of its limit, when that is
+lower); with the quotas lifted every container's measured CPU is within ±15 % of its shares-proportional part.
+Needs root and a writable cgroup v1 cpu controller.
 
-Run from the repository root: `.venv/bin/python benchmarks/bench_advice.py [--seconds 10]`. Prints the table, one
-JSON line per goal for benchmarks/run_all.py, and exits 1 when a goal is missed.
+Run from the repository root: `.venv/bin/python benchmarks/bench_advice.py [--seconds 10] [--contention-seconds 5]
+[--contention-only]`. Prints the tables, one JSON line per goal for benchmarks/run_all.py, and exits 1 when a goal
+is missed.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import django  # noqa: E402
 django.setup()
 
 from apps.advisor.facts import Policy  # noqa: E402
-from apps.verify import services  # noqa: E402
+from apps.verify import contention, services  # noqa: E402
 
 LIMIT_KINDS = ("raise_limit", "use_whole_cores", "cut_threads")
 
@@ -35,21 +39,39 @@ def share(flags: list[bool | None]) -> tuple[float | None, int]:
     return (sum(known) / len(known) if known else None), len(known)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=10.0)
-    args = parser.parse_args()
+def advice_goals(seconds: float) -> list[tuple[str, tuple[float | None, int], float]]:
     policy = Policy()
-    outcomes = services.verify(seconds=args.seconds, policy=policy)
+    outcomes = services.verify(seconds=seconds, policy=policy)
     for line in services.table(outcomes, policy.throttle_target):
         print(line)
     applied = [o for o in outcomes if o.applied and o.kind in LIMIT_KINDS]
-    goals = [
+    return [
         ("advice_applied_under_target", share([o.under_target(policy.throttle_target) for o in applied]), 0.9),
         ("advice_within_expected_bound", share([o.within_bound() for o in applied]), 0.9),
         ("advice_two_thirds_limit_misses_target", share([o.lower_limit_missed(policy.throttle_target) for o in applied]), 0.8),
         ("advice_latency_not_worse", share([None if o.latency_worse() is None else not o.latency_worse() for o in outcomes if o.applied]), 1.0),
     ]  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of each advice run")
+    parser.add_argument("--contention-seconds", type=float, default=5.0, help="length of each contention run")
+    parser.add_argument("--contention-only", action="store_true", help="skip the advice runs (minutes)")
+    args = parser.parse_args()
+    goals = [] if args.contention_only else advice_goals(args.seconds)
+    result = contention.run_contention(seconds=args.contention_seconds)
+    print()
+    for line in contention.table(result):
+        print(line)
+    print(
+        "goals: under full contention no lab container gets less than 85 % of its computed shares floor; with the "
+        "quotas lifted every container's measured CPU is within ±15 % of its shares-proportional part"
+    )
+    goals += [
+        ("contention_floor_held", share([r.floor_held for r in result.rows]), 1.0),
+        ("contention_proportional_within_15pct", share([r.proportional_held for r in result.rows]), 1.0),
+    ]
     missed = []
     for name, (value, cases), target in goals:
         print(

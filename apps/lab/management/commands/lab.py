@@ -1,4 +1,4 @@
-"""manage.py lab up|down|status|verify [--scenario FILE] [--if-possible] [--seconds S] [--only NAME ...]"""
+"""manage.py lab up|down|status|verify [--scenario FILE] [--if-possible] [--seconds S] [--only NAME ...] [--contention]"""
 
 import json
 
@@ -24,15 +24,20 @@ class Command(BaseCommand):
             action="store_true",
             help="with up: when this machine cannot run the lab, say why and exit with status 3 instead of failing",
         )
-        parser.add_argument("--json", action="store_true", help="with status: print JSON")
+        parser.add_argument("--json", action="store_true", help="with status or verify: print JSON")
         parser.add_argument("--seconds", type=float, default=10.0, help="with verify: length of each run")
         parser.add_argument("--only", nargs="*", default=[], help="with verify: containers to verify")
+        parser.add_argument(
+            "--contention",
+            action="store_true",
+            help="with verify: every container busy at once against its shares floor, instead of the advice runs",
+        )
 
     def handle(self, *args, action: str, scenario: str | None, if_possible: bool, json: bool, **options):
         if action == "verify":
             # Sent by name: the lab sits below the advisor, and verifying runs the advisor's rules on the lab.
             call_command("verify_advice", seconds=options["seconds"], only=options["only"], scenario=scenario,
-                         stdout=self.stdout, stderr=self.stderr)  # fmt: skip
+                         contention=options["contention"], print_json=json, stdout=self.stdout, stderr=self.stderr)  # fmt: skip
             return
         if action == "up":
             self._up(scenario, if_possible)

@@ -1,4 +1,4 @@
-"""manage.py verify_advice [--seconds S] [--only NAME ...] [--json FILE] (also reached as manage.py lab verify)."""
+"""manage.py verify_advice [--seconds S] [--only NAME ...] [--contention] [--json FILE] (also: manage.py lab verify)."""
 
 import json
 from pathlib import Path
@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.advisor.services import policy_from_settings
-from apps.verify import services
+from apps.verify import contention, services
 
 
 class Command(BaseCommand):
@@ -20,11 +20,20 @@ class Command(BaseCommand):
         parser.add_argument("--seconds", type=float, default=10.0, help="length of each run (default 10)")
         parser.add_argument("--only", nargs="*", default=[], help="containers to verify (pod or container names)")
         parser.add_argument("--scenario", help="scenario YAML (default: the lab's default scenario)")
-        parser.add_argument("--json", dest="json_path", help="also write the outcomes to this JSON file")
+        parser.add_argument("--json", dest="json_path", help="write the outcomes (or rows) to this JSON file")
+        parser.add_argument("--print-json", action="store_true", help="print the JSON written instead of the table")
+        parser.add_argument(
+            "--contention",
+            action="store_true",
+            help="instead: every container busy at once, measured against its shares floor, with and without quotas",
+        )
 
     def handle(self, *args, seconds: float, only: list[str], scenario: str | None, json_path: str | None, **options):
         if not 1 <= seconds <= 600:
             raise CommandError(f"--seconds {seconds:g} is outside 1–600")
+        if options.get("contention"):
+            self._contention(seconds, scenario, json_path, options.get("print_json", False))
+            return
         policy = policy_from_settings()
         try:
             outcomes = services.verify(seconds=seconds, only=only, scenario_path=scenario, policy=policy)
@@ -32,9 +41,25 @@ class Command(BaseCommand):
             raise CommandError(f"lab verify cannot run here: {exc}") from None
         if not outcomes:
             raise CommandError("no lab container with a CPU limit matches " + (" ".join(only) or "the scenario"))
-        for line in services.table(outcomes, policy.throttle_target):
-            self.stdout.write(line)
         path = Path(json_path) if json_path else Path(settings.DATA_DIR) / "lab-verify.json"
+        lines = services.table(outcomes, policy.throttle_target)
+        self._write(lines, [o.as_dict() for o in outcomes], path, "Outcomes", options.get("print_json", False))
+
+    def _contention(self, seconds: float, scenario: str | None, json_path: str | None, print_json: bool) -> None:
+        try:
+            result = contention.run_contention(seconds=seconds, scenario_path=scenario)
+        except (RuntimeError, OSError) as exc:
+            raise CommandError(f"lab verify --contention cannot run here: {exc}") from None
+        path = Path(json_path) if json_path else Path(settings.DATA_DIR) / "lab-contention.json"
+        self._write(contention.table(result), {"contention": result.as_dict()}, path, "Rows", print_json)
+
+    def _write(self, lines: list[str], data: object, path: Path, what: str, print_json: bool) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps([o.as_dict() for o in outcomes], indent=2))
-        self.stdout.write(f"Outcomes written to {path}")
+        text = json.dumps(data, indent=2)
+        path.write_text(text)
+        if print_json:
+            self.stdout.write(text)
+            return
+        for line in lines:
+            self.stdout.write(line)
+        self.stdout.write(f"{what} written to {path}")
