@@ -32,6 +32,9 @@ from apps.verify.runner import VERIFY_ROOT, RunError
 
 FLOOR_SHARE = 0.85  # measured with quotas ≥ 85 % of min(floor, limit)
 PROPORTIONAL_TOLERANCE = 0.15  # measured without quotas within ±15 % of the shares-proportional part
+# A part under 1 % of a CPU is a few scheduler slices a second: the kernel hands CPU out in slices of a millisecond
+# or more, so a 2-share BestEffort group's 0.9m gets 1.2–1.3m over a minute. Its floor (≈0) is still checked.
+RESOLVABLE_MCPU = 10.0
 _JOIN_TIMEOUT_S = 30.0
 _SETTLE_S = 1.0  # a group's shares are spread over the CPUs by load averages (32 ms half-life): let them settle
 _MICRO_PER_MILLI = 1000
@@ -59,16 +62,18 @@ class ContentionRow:
         return floor_held(self.measured_with_quota_mcpu, self.floor_mcpu, self.limit_mcpu)
 
     @property
-    def proportional_held(self) -> bool:
+    def proportional_held(self) -> bool | None:
         return proportional_held(self.measured_without_quota_mcpu, self.proportional_mcpu)
 
     @property
     def passed(self) -> bool:
-        return self.floor_held and self.proportional_held
+        return self.floor_held and self.proportional_held is not False
 
     def missed(self) -> list[str]:
         return [
-            what for what, held in (("floor", self.floor_held), ("proportional", self.proportional_held)) if not held
+            what
+            for what, held in (("floor", self.floor_held), ("proportional", self.proportional_held))
+            if held is False
         ]
 
     def as_dict(self) -> dict[str, object]:
@@ -113,7 +118,10 @@ def floor_held(measured_mcpu: float, floor_mcpu: int, limit_mcpu: int | None) ->
     return measured_mcpu >= FLOOR_SHARE * guaranteed_mcpu(floor_mcpu, limit_mcpu)
 
 
-def proportional_held(measured_mcpu: float, proportional_mcpu: float) -> bool:
+def proportional_held(measured_mcpu: float, proportional_mcpu: float) -> bool | None:
+    """Within the tolerance of the part; None (not judged) for a part too small for the scheduler to resolve."""
+    if proportional_mcpu < RESOLVABLE_MCPU:
+        return None
     return abs(measured_mcpu - proportional_mcpu) <= PROPORTIONAL_TOLERANCE * proportional_mcpu
 
 
@@ -273,9 +281,8 @@ def table(result: Contention) -> list[str]:
     ]
     for r in result.rows:
         verdict = "FAIL: " + ", ".join(r.missed()) if r.missed() else "pass"
-        if not r.proportional_held:
-            # A part of a few ms per run is one or two scheduler slices: say so beside the miss.
-            verdict += f" (the part is {r.proportional_mcpu * result.seconds:.1f} ms of CPU in the run)"
+        if r.proportional_held is None:
+            verdict += f" (part not judged: under {RESOLVABLE_MCPU:g}m, a few scheduler slices a second)"
         lines.append(
             f"{r.container[:44]:44} {r.shares:>6} {r.floor_mcpu:>5}m {limit(r):>6} "
             f"{r.measured_with_quota_mcpu:>6.1f}m {r.proportional_mcpu:>6.1f}m {r.measured_without_quota_mcpu:>7.1f}m"

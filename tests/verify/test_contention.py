@@ -70,7 +70,9 @@ def test_a_quota_below_the_floor_is_what_is_owed_and_the_bands_are_85_percent_an
     assert floor_held(256, 545, 300) and not floor_held(254, 545, 300)
     assert floor_held(464, 545, None) and not floor_held(463, 545, None)
     assert proportional_held(114.9, 100.0) and proportional_held(85.1, 100.0)
-    assert not proportional_held(115.1, 100.0) and not proportional_held(84.9, 100.0)
+    assert proportional_held(115.1, 100.0) is False and proportional_held(84.9, 100.0) is False
+    # A 2-share part of 0.9m is a few scheduler slices a second: not judged (its floor still is).
+    assert proportional_held(1.3, 0.9) is None and proportional_held(11.6, 10.0) is False
     row = ContentionRow("a/b/c", 307, 545, 300, 298.0, 545.8, 540.0)
     assert row.passed and row.as_dict()["guaranteed_mcpu"] == 300
     starved = ContentionRow("a/b/c", 307, 545, None, 400.0, 545.8, 400.0)
