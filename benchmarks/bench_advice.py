@@ -29,28 +29,16 @@ import django  # noqa: E402
 django.setup()
 
 from apps.advisor.facts import Policy  # noqa: E402
-from apps.verify import contention, services  # noqa: E402
-
-LIMIT_KINDS = ("raise_limit", "use_whole_cores", "cut_threads")
+from apps.verify import contention, results, services  # noqa: E402
 
 
-def share(flags: list[bool | None]) -> tuple[float | None, int]:
-    known = [f for f in flags if f is not None]
-    return (sum(known) / len(known) if known else None), len(known)
-
-
-def advice_goals(seconds: float) -> list[tuple[str, tuple[float | None, int], float]]:
+def advice_goals(seconds: float) -> list[results.Goal]:
     policy = Policy()
     outcomes = services.verify(seconds=seconds, policy=policy)
     for line in services.table(outcomes, policy.throttle_target):
         print(line)
-    applied = [o for o in outcomes if o.applied and o.kind in LIMIT_KINDS]
-    return [
-        ("advice_applied_under_target", share([o.under_target(policy.throttle_target) for o in applied]), 0.9),
-        ("advice_within_expected_bound", share([o.within_bound() for o in applied]), 0.9),
-        ("advice_two_thirds_limit_misses_target", share([o.lower_limit_missed(policy.throttle_target) for o in applied]), 0.8),
-        ("advice_latency_not_worse", share([None if o.latency_worse() is None else not o.latency_worse() for o in outcomes if o.applied]), 1.0),
-    ]  # fmt: skip
+    results.save_outcomes(outcomes, policy.throttle_target)  # the lab cluster's verify page shows the last run
+    return results.advice_goals(outcomes, policy.throttle_target)
 
 
 def main() -> int:
@@ -68,19 +56,13 @@ def main() -> int:
         "goals: under full contention no lab container gets less than 85 % of its computed shares floor; with the "
         "quotas lifted every container's measured CPU is within ±15 % of its shares-proportional part"
     )
-    goals += [
-        ("contention_floor_held", share([r.floor_held for r in result.rows]), 1.0),
-        ("contention_proportional_within_15pct", share([r.proportional_held for r in result.rows]), 1.0),
-    ]
+    results.save_contention(result)
+    goals += results.contention_goals(result.rows)
     missed = []
-    for name, (value, cases), target in goals:
-        print(
-            json.dumps(
-                {"name": name, "value": value, "unit": f"share of {cases} cases", "target": target, "baseline": None}
-            )
-        )
-        if value is None or value < target:
-            missed.append(name)
+    for goal in goals:
+        print(json.dumps(goal.as_dict()))
+        if not goal.met:
+            missed.append(goal.name)
     if missed:
         print("missed: " + ", ".join(missed), file=sys.stderr)
     return 1 if missed else 0

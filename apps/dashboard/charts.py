@@ -294,7 +294,9 @@ def _dot(lone: bool, key: str) -> dict:
     return {"marker": {"color": COLOURS[key], "size": 8}} if lone else {}
 
 
-def _reference(span: list[int] | list[float], value: float, name: str, key: str, hover: str, yaxis: str, rank: int) -> go.Scatter:
+def _reference(
+    span: list[int] | list[float], value: float, name: str, key: str, hover: str, yaxis: str, rank: int
+) -> go.Scatter:
     """A horizontal line across the chart: two points, so it shows in the legend and the hover."""
     return go.Scatter(
         yaxis=yaxis,

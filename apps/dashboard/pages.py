@@ -10,10 +10,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.core.paginator import Paginator
+from django.http import Http404
 
 from apps.advisor.selectors import findings, recommendation_rows
 from apps.advisor.snippets import resource_change
 from apps.advisor.vocabulary import RECOMMENDATION_KINDS
+from apps.clusters.models import SourceKind
+from apps.verify import results
 from apps.words import plural
 
 from . import charts, nodes, selectors
@@ -166,6 +169,23 @@ def node_page(cluster: str, node: str, window: str) -> dict[str, Any]:
         "chart_json": charts.figure_json(charts.shares_figure(labels, requests, fractions)) if shown else None,
         "probe": probe,
         "probe_figures": _probe_figures(probe) if probe else [],
+    }
+
+
+def lab_verify_page(cluster: str) -> dict[str, Any]:
+    """The last `lab verify` on this machine, judged by its goals: only the lab cluster has one."""
+    obj = selectors.get_cluster(cluster)
+    if obj.source != SourceKind.LAB:
+        raise Http404(f"{obj.name} is not the lab: only the lab's own cgroups can be verified.")
+    last, error = results.load()
+    return {
+        "cluster": obj,
+        "last": last,
+        "error": error,
+        "goals": [
+            *(results.advice_goals(last.outcomes, last.target) if last and last.outcomes else []),
+            *(results.contention_goals(last.contention.rows) if last and last.contention else []),
+        ],
     }
 
 

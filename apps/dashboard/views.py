@@ -58,6 +58,10 @@ def pod(request: HttpRequest, cluster: str, namespace: str, pod: str) -> HttpRes
     return render(request, "dashboard/pod.html", pages.pod_page(cluster, namespace, pod, window))
 
 
+def lab_verify(request: HttpRequest, cluster: str) -> HttpResponse:
+    return render(request, "dashboard/lab_verify.html", pages.lab_verify_page(cluster))
+
+
 @bad_query_is_400
 def node(request: HttpRequest, cluster: str, node: str) -> HttpResponse:
     window = parse(WindowForm, request.GET)["window"]

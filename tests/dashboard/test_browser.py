@@ -434,3 +434,30 @@ def test_a_new_install_says_what_its_figures_rest_on(early_browser, early_site: 
     page.goto(f"{site}/c/demo/ns/shop/?window=24h")
     shoot(page, "early-namespace-24h-phone")
     assert errors == []
+
+
+@pytest.fixture()
+def lab_site(site: str, settings, tmp_path) -> str:
+    from apps.clusters.models import Cluster, SourceKind
+    from apps.verify import results
+    from apps.verify.contention import Contention
+
+    from .test_lab_verify_page import PADDED, RAISED, ROWS
+
+    settings.DATA_DIR = tmp_path
+    Cluster.objects.create(name="lab", source=SourceKind.LAB)
+    results.save_outcomes([RAISED, PADDED], 0.1)
+    results.save_contention(Contention(ROWS, 2, 2000, 2, 5.0, 1985.0, 1990.0))
+    return site
+
+
+def test_the_lab_verify_page_is_reached_from_the_lab_cluster(lab_site: str, browser) -> None:
+    page, errors = logged_in_page(browser, lab_site, LAPTOP)
+    page.goto(f"{lab_site}/c/lab/")
+    page.click("#lab-verify-link")
+    page.wait_for_url(f"{lab_site}/c/lab/lab-verify/")
+    assert page.locator("#outcomes tbody tr").count() == 2
+    assert page.locator("#contention tbody tr").count() == 3
+    assert page.locator("#goals li.crit-text").count() == 3  # padded, floor and proportional missed
+    shoot(page, "lab-verify-laptop")
+    assert errors == []

@@ -42,7 +42,9 @@ def test_lab_verify_applies_the_raise_and_the_kernel_says_it_worked(controller, 
     call_command("verify_advice", seconds=3, scenario=str(scenario), json_path=str(out))
     printed = capsys.readouterr().out
     assert "shop/checkout-0/app" in printed and "raise_limit" in printed
-    (outcome,) = json.loads(out.read_text())  # 2 CPUs: whole cores would be the node's, so no static-policy row
+    (outcome,) = json.loads(out.read_text())[
+        "outcomes"
+    ]  # 2 CPUs: whole cores would be the node's, so no static-policy row
     # One spinning process under 20 ms per 100 ms is throttled in (nearly) every period.
     assert outcome["ratio_before"] > 0.9
     assert outcome["plan"][0] == "raise_limit" and outcome["applied"]

@@ -1,13 +1,11 @@
 """manage.py verify_advice [--seconds S] [--only NAME ...] [--contention] [--json FILE] (also: manage.py lab verify)."""
 
-import json
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.advisor.services import policy_from_settings
-from apps.verify import contention, services
+from apps.verify import contention, results, services
 
 
 class Command(BaseCommand):
@@ -41,24 +39,20 @@ class Command(BaseCommand):
             raise CommandError(f"lab verify cannot run here: {exc}") from None
         if not outcomes:
             raise CommandError("no lab container with a CPU limit matches " + (" ".join(only) or "the scenario"))
-        path = Path(json_path) if json_path else Path(settings.DATA_DIR) / "lab-verify.json"
-        lines = services.table(outcomes, policy.throttle_target)
-        self._write(lines, [o.as_dict() for o in outcomes], path, "Outcomes", options.get("print_json", False))
+        path = results.save_outcomes(outcomes, policy.throttle_target, Path(json_path) if json_path else None)
+        self._say(services.table(outcomes, policy.throttle_target), path, "Outcomes", options.get("print_json", False))
 
     def _contention(self, seconds: float, scenario: str | None, json_path: str | None, print_json: bool) -> None:
         try:
             result = contention.run_contention(seconds=seconds, scenario_path=scenario)
         except (RuntimeError, OSError) as exc:
             raise CommandError(f"lab verify --contention cannot run here: {exc}") from None
-        path = Path(json_path) if json_path else Path(settings.DATA_DIR) / "lab-contention.json"
-        self._write(contention.table(result), {"contention": result.as_dict()}, path, "Rows", print_json)
+        path = results.save_contention(result, Path(json_path) if json_path else None)
+        self._say(contention.table(result), path, "Rows", print_json)
 
-    def _write(self, lines: list[str], data: object, path: Path, what: str, print_json: bool) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(data, indent=2)
-        path.write_text(text)
+    def _say(self, lines: list[str], path: Path, what: str, print_json: bool) -> None:
         if print_json:
-            self.stdout.write(text)
+            self.stdout.write(path.read_text())
             return
         for line in lines:
             self.stdout.write(line)
