@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
@@ -101,7 +102,7 @@ def _write(path: Path, data: dict[str, object]) -> Path:
     return path
 
 
-def _only_fields(cls: type, data: dict[str, object]) -> dict[str, object]:
+def _only_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     names = {f.name for f in fields(cls)}
     return {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names}
 

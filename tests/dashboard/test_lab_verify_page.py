@@ -4,6 +4,7 @@ same goals `make bench-advice` holds; other clusters have no such page."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 from django.test import Client
@@ -23,8 +24,7 @@ RAISED = Outcome(
     ratio_at_lower_limit=0.98, applied=True,
 )  # fmt: skip
 # Padded: two thirds of the suggestion still under the target.
-PADDED = Outcome(**{**RAISED.as_dict(), "container": "shop/api-0/web", "plan": ("raise_limit",),
-                    "ratio_at_lower_limit": 0.0})  # fmt: skip
+PADDED = replace(RAISED, container="shop/api-0/web", ratio_at_lower_limit=0.0)
 ROWS = (
     ContentionRow("shop/web-0/app", 512, 900, None, 950.0, 900.0, 930.0),
     ContentionRow("batch/job-0/job", 2, 0, None, 40.0, 0.9, 1.3),  # a part too small to judge
