@@ -46,6 +46,7 @@ def test_share_labels_reach_plotly_as_text():
 def test_the_node_page_chart_shows_a_linking_pod_name_as_text(client, api_user, demo):
     Pod.objects.filter(cluster=demo, name="api-0").update(name=HOSTILE[0])
     node = Pod.objects.get(cluster=demo, name=HOSTILE[0]).node
+    assert node is not None
     client.force_login(api_user)
     page = client.get(f"/c/demo/node/{quote(node.name)}/").content.decode()
     chart = re.search(r'<script type="application/json" id="shares-chart">(.*?)</script>', page, re.S)
