@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from django.db import models
 from django.db.backends.base.operations import BaseDatabaseOperations
 
-from apps.words import excerpt
+from apps.words import excerpt, printable
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -105,7 +105,7 @@ def storable(info: _Info, specs: ColumnSpecs, problems: list[str] | None, what: 
 def note(problems: list[str] | None, message: str) -> None:
     """Add `message` to `problems`, or log it as a warning when there is no list."""
     if problems is None:
-        log.warning("%s", message)
+        log.warning("%s", printable(message))  # it quotes names: a newline in one would forge a log line
     else:
         problems.append(message)
 

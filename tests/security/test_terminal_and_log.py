@@ -44,6 +44,15 @@ def test_an_agents_error_lines_reach_the_log_escaped(client_for, ingest_key, dem
     assert message.endswith(f"first: cannot read /sys/fs/cgroup/x\\n{FORGED}\\x1b]0;pwned\\x07")
 
 
+def test_inventory_problems_logged_without_a_list_are_escaped(caplog):
+    from apps.clusters.columns import note, said
+
+    with caplog.at_level(logging.WARNING, logger="apps.clusters.columns"):
+        note(None, said("pod {}/{} is listed twice; the last one kept", "shop", f"web\nERROR forged{TITLE}"))
+    [message] = [r.getMessage() for r in caplog.records if r.name == "apps.clusters.columns"]
+    assert message == "pod shop/web\\nERROR forged\\x1b]0;pwned\\x07 is listed twice; the last one kept"
+
+
 @pytest.mark.django_db
 def test_import_dump_prints_names_from_its_input_escaped():
     node = f"minikube{TITLE}\n{FORGED}"
