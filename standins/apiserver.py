@@ -48,8 +48,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-import yaml
-
+from apps.yaml_input import load_yaml
 from standins.http import (
     EXPIRED_MESSAGE,
     PROMETHEUS_TEXT,
@@ -770,8 +769,7 @@ def _load(path: Path) -> Any:
     text = path.read_text()
     if path.suffix == ".json":
         return json.loads(text)
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader, the C one when available
+    return load_yaml(text)
 
 
 def _items(document: Any, path: Path) -> list[dict[str, Any]]:

@@ -8,18 +8,20 @@ containers are throttled above the target, lists the containers (over the target
 advice) with every recommendation of each, says how many more were left out, and links to the report for the window.
 
 Names come from the cluster: every format neutralises what its reader would act on (a backtick closing a code span,
-`<!channel>` or `@here` notifying a channel, a newline starting a new block).
+`<!channel>` or `@here` notifying a channel, a newline starting a new block). Markdown and Slack put every name in a
+code span, the headline's too: chats autolink `www.example.com` or `https://…` in text, never in code.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
+from collections.abc import Callable
 from datetime import UTC
 from typing import Any
 
 from apps.advisor.facts import format_ratio
 from apps.advisor.models import Window
+from apps.words import printable
 
 from .selectors import NamespaceSummary
 
@@ -37,11 +39,10 @@ _WORD_JOINER = "\u2060"
 
 
 def _name(text: str) -> str:
-    """A cluster, namespace, pod or container name made inert for chat: control characters become spaces (a newline
-    would start a new Markdown block or message line) and an invisible word joiner follows each `@`, so `@here` or
-    `@channel` in a name never matches a chat's mention syntax."""
-    cleaned = "".join(" " if unicodedata.category(c) == "Cc" else c for c in text)
-    return cleaned.replace("@", "@" + _WORD_JOINER)
+    """A cluster, namespace, pod or container name made inert for chat: control characters, line separators and
+    bidi overrides escaped (`\\n`, `\\u2028`: one would start a new Markdown block or message line) and an invisible
+    word joiner after each `@`, so `@here` or `@channel` in a name never matches a chat's mention syntax."""
+    return printable(text).replace("@", "@" + _WORD_JOINER)
 
 
 def _window_label(window: str) -> str:
@@ -106,19 +107,31 @@ def _ratio_text(row: dict[str, Any]) -> str:
 
 def headline(summary: NamespaceSummary) -> str:
     """One sentence: the state of the namespace, with what the figures cover; never an all-clear from missing data."""
+    return _headline_as(summary, str, str)
+
+
+def _headline_as(summary: NamespaceSummary, escape: Callable[[str], str], code: Callable[[str], str]) -> str:
+    """The headline in a format: its words through `escape`, its names through `code` (the format's code span)."""
+    template, names = _headline(summary)
+    return escape(template).format(**{key: code(name) for key, name in names.items()})
+
+
+def _headline(summary: NamespaceSummary) -> tuple[str, dict[str, str]]:
+    """The headline with `{where}` and `{top}` standing for the names, and the names. Its words hold no braces."""
     target = format_ratio(summary.throttle_target)
-    where = _where(summary)
+    where = "{where}"
+    names = {"where": _where(summary)}
     label = _window_label(summary.window)
     if summary.containers == 0:
-        return f"No findings for {where} over the {label} yet: no container there has been measured."
+        return f"No findings for {where} over the {label} yet: no container there has been measured.", names
     if not summary.coverage.computed:
         due = summary.coverage.next_refresh_at
         if due is None:
-            return f"Findings for {where} over the {label} are not computed yet."
+            return f"Findings for {where} over the {label} are not computed yet.", names
         when = "was due at" if due < summary.as_of else "at"
         return (
             f"Findings for {where} over the {label} are not computed yet — next refresh {when} {_utc_minute(summary)}."
-        )
+        ), names
     notes = _coverage_notes(summary)
     if summary.over_target == 0:
         top = summary.top
@@ -127,15 +140,16 @@ def headline(summary: NamespaceSummary) -> str:
             scope = (
                 " since the container started" if top["window_start"] is None and not _lifetime_only(summary) else ""
             )
-            highest = f"highest: {_who(top)} at {format_ratio(top['throttle_ratio'])}{scope}"
+            names["top"] = _who(top)
+            highest = f"highest: {{top}} at {format_ratio(top['throttle_ratio'])}{scope}"
         details = "; ".join([*notes, f"{_plural(summary.containers, 'container')} checked", highest])
-        return f"No container in {where} is throttled above the {target} target {_period(summary)} ({details})."
+        return f"No container in {where} is throttled above the {target} target {_period(summary)} ({details}).", names
     qualifier = f" ({'; '.join(notes)})" if notes else ""
     return (
         f"{summary.over_target} of {_plural(summary.containers, 'container')} in {where} "
         f"{'is' if summary.over_target == 1 else 'are'} throttled above the {target} target {_period(summary)}"
         f"{qualifier}."
-    )
+    ), names
 
 
 def _more(hidden_over: int, hidden_advised: int) -> str | None:
@@ -202,9 +216,9 @@ def _md_ratio(row: dict[str, Any]) -> str:
 
 
 def as_markdown(summary: NamespaceSummary, report_url: str) -> str:
-    """CommonMark: a bold title, the headline, a bullet per container (names in code spans) with a nested bullet per
-    recommendation, and a link to the report."""
-    lines = [f"**cputune: {_md(_where(summary))}**", "", _md(headline(summary))]
+    """CommonMark: a bold title, the headline, a bullet per container with a nested bullet per recommendation, and a
+    link to the report; names in code spans."""
+    lines = [f"**cputune: {_md_code(_where(summary))}**", "", _headline_as(summary, _md, _md_code)]
     for group, rows in ((None, summary.worst), (_BELOW_HEADING, summary.advised)):
         if not rows:
             continue
@@ -268,7 +282,7 @@ def as_slack(summary: NamespaceSummary, report_url: str) -> dict[str, Any]:
             "type": "header",
             "text": {"type": "plain_text", "text": _cut(f"cputune: {_where(summary)}", SLACK_HEADER_MAX)},
         },
-        _section(_slack(headline(summary))),
+        _section(_headline_as(summary, _slack, _slack_code)),
         *(_section(text) for text in containers),
     ]
     if more:
@@ -278,7 +292,7 @@ def as_slack(summary: NamespaceSummary, report_url: str) -> dict[str, Any]:
         f"<{report_url}|Open the report>"
     )
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": context}]})
-    return {"text": _cut(_slack(headline(summary)), SLACK_TEXT_MAX), "blocks": blocks}
+    return {"text": _cut(_headline_as(summary, _slack, _slack_code), SLACK_TEXT_MAX), "blocks": blocks}
 
 
 # --- JSON ------------------------------------------------------------------------------------------------------------

@@ -352,6 +352,8 @@ class IngestView(ApiView):
     matched to known containers by runtime id; unmatched ones come back in `unknown` with the reason."""
 
     schema = IngestSchema()
+    # OPTIONS describes the body from it (without one DRF's metadata answered 500); post() validates with it too.
+    serializer_class = AgentPayloadSerializer
     permission_classes = [CanIngest]
     parser_classes = [BoundedJSONParser]
 

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from django.db import models
 from django.db.backends.base.operations import BaseDatabaseOperations
 
+from apps.words import excerpt, printable
+
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
@@ -74,15 +76,6 @@ def unstorable(value: Any, column: models.Field) -> str | None:
     return None
 
 
-def _shown(value: Any) -> str:
-    """A value for a problem message: quoted with escapes, cut to 60 characters; huge numbers by their size."""
-    if isinstance(value, int) and value.bit_length() > 64:  # str() of a 5,000-digit int raises ValueError
-        return f"(a {value.bit_length()}-bit number)"
-    if isinstance(value, str) and len(value) > 60:
-        return f"{value[:60]!r}…"
-    return repr(value)
-
-
 def storable(info: _Info, specs: ColumnSpecs, problems: list[str] | None, what: str, *names: str) -> _Info | None:
     """`info` ready for its columns: None when a value that names it cannot be stored, else with every other
     unstorable value replaced by its column's default ("not reported"); each one noted in `problems`, as `what`
@@ -102,9 +95,9 @@ def storable(info: _Info, specs: ColumnSpecs, problems: list[str] | None, what: 
             continue
         where = said(what, *names)
         if names_it:
-            note(problems, f"{where}: {name} {_shown(value)} {reason}; not stored")
+            note(problems, f"{where}: {name} {excerpt(value)} {reason}; not stored")
             return None
-        note(problems, f"{where}: {name} {_shown(value)} {reason}; stored as unknown")
+        note(problems, f"{where}: {name} {excerpt(value)} {reason}; stored as unknown")
         changes[name] = column.get_default()
     return dataclasses.replace(info, **changes) if changes else info
 
@@ -112,7 +105,7 @@ def storable(info: _Info, specs: ColumnSpecs, problems: list[str] | None, what: 
 def note(problems: list[str] | None, message: str) -> None:
     """Add `message` to `problems`, or log it as a warning when there is no list."""
     if problems is None:
-        log.warning("%s", message)
+        log.warning("%s", printable(message))  # it quotes names: a newline in one would forge a log line
     else:
         problems.append(message)
 

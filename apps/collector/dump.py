@@ -27,7 +27,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import yaml
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -42,6 +41,8 @@ from apps.telemetry.ingest import ingest_readings
 from apps.telemetry.models import SeriesHead
 from apps.telemetry.readings import CounterReading, NodeInfo, PodInfo
 from apps.telemetry.signals import announce_series_stored
+from apps.words import excerpt
+from apps.yaml_input import YamlError, load_yaml
 
 __all__ = [
     "DumpError",
@@ -107,8 +108,9 @@ class ImportResult:
 def load_objects(path: Path, expected_kind: str) -> list[Mapping[str, Any]]:
     """The objects of a `kubectl get … -o json|yaml` file: a `*List`, a bare list, or one object of `expected_kind`.
 
-    Raises DumpError for a missing or unreadable file, text that is neither JSON nor YAML, a document that is not a
-    list of Kubernetes objects, or objects of another kind (e.g. pods given as --nodes).
+    Raises DumpError for a missing or unreadable file, text that is neither JSON nor YAML, YAML the bounded loader
+    refuses (apps.yaml_input: too long, aliases standing for too much), a document that is not a list of Kubernetes
+    objects, or objects of another kind (e.g. pods given as --nodes).
     """
     what = f"--{expected_kind.lower()}s file {path}"
     try:
@@ -134,16 +136,17 @@ def load_objects(path: Path, expected_kind: str) -> list[Mapping[str, Any]]:
             json_error = exc  # JSON-looking YAML (flow style) still gets its chance below
     if json_error is not None or text.lstrip()[:1] not in ("{", "["):
         try:
-            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-            document = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader, the C one when available
-        except yaml.YAMLError as exc:
-            reason = f"JSON: {json_error}" if json_error is not None else f"YAML: {_yaml_reason(exc)}"
+            document = load_yaml(text)
+        except YamlError as exc:
+            if not exc.syntax:
+                raise DumpError(f"{what} is refused: {exc}") from None
+            reason = f"JSON: {json_error}" if json_error is not None else f"YAML: {exc}"
             raise DumpError(f"{what} is neither JSON nor YAML ({reason})") from None
     try:
         objects = list_items(document)
     except InventoryError as exc:
         raise DumpError(f"{what} is not a Kubernetes list: {exc}") from None
-    kinds = Counter(str(o.get("kind")) for o in objects if o.get("kind"))
+    kinds = Counter(_kind_shown(o.get("kind")) for o in objects if o.get("kind"))
     others = {kind: n for kind, n in kinds.items() if kind != expected_kind}
     if others:
         listed = ", ".join(f"{n} {kind}" for kind, n in sorted(others.items()))
@@ -152,10 +155,9 @@ def load_objects(path: Path, expected_kind: str) -> list[Mapping[str, Any]]:
     return objects
 
 
-def _yaml_reason(exc: yaml.YAMLError) -> str:
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else str(problem)
+def _kind_shown(kind: Any) -> str:
+    # A kind is quoted in the refusal: a short string as it is, anything else as a bounded excerpt.
+    return kind if isinstance(kind, str) and len(kind) <= 60 else excerpt(kind)
 
 
 def _read_scrape(

@@ -37,6 +37,7 @@ from typing import Any
 
 from apps.clusters.kubelet import cpu_quantity_to_mcpu
 from apps.telemetry.readings import ContainerInfo, NodeInfo, PodInfo
+from apps.words import excerpt
 
 __all__ = [
     "InventoryError",
@@ -359,7 +360,9 @@ def _name_of(obj: Mapping[str, Any], what: str) -> str:
     if not isinstance(name, str) or not name:
         namespace = metadata.get("namespace") if isinstance(metadata, _MAPPING) else None
         uid = metadata.get("uid") if isinstance(metadata, _MAPPING) else None
-        hint = ", ".join(f"{key}={value!r}" for key, value in (("namespace", namespace), ("uid", uid)) if value)
+        hint = ", ".join(
+            f"{key}={excerpt(value, 40)}" for key, value in (("namespace", namespace), ("uid", uid)) if value
+        )
         raise InventoryError(f"{what} without metadata.name{f' ({hint})' if hint else ''}")
     return name
 
@@ -374,18 +377,20 @@ def _resource_mcpu(resources: Any, where: str) -> int | None:
     if quantity is None:
         return None
     if isinstance(quantity, bool) or not isinstance(quantity, str | int | float):
-        raise InventoryError(f"{where}.cpu {_shown(quantity)} is not a CPU quantity")
+        raise InventoryError(f"{where}.cpu {excerpt(quantity, 40)} is not a CPU quantity")
     if isinstance(quantity, str) and len(quantity) > _MAX_QUANTITY_CHARS:
-        raise InventoryError(f"{where}.cpu {_shown(quantity)} is {len(quantity)} characters long: not a CPU quantity")
+        raise InventoryError(
+            f"{where}.cpu {excerpt(quantity, 40)} is {len(quantity)} characters long: not a CPU quantity"
+        )
     number = _CPU_NUMBER.match(quantity) if isinstance(quantity, str) else None
     if number is not None and Decimal(number.group()).adjusted() > _MAX_CPU_DIGITS:
-        raise InventoryError(f"{where}.cpu {_shown(quantity)} is more CPU than any node has")
+        raise InventoryError(f"{where}.cpu {excerpt(quantity, 40)} is more CPU than any node has")
     try:
         mcpu = cpu_quantity_to_mcpu(quantity)
     except ValueError as error:
         raise InventoryError(f"{where}.cpu: {error}") from None
     if mcpu > MAX_MCPU:
-        raise InventoryError(f"{where}.cpu {_shown(quantity)} is more CPU than any node has")
+        raise InventoryError(f"{where}.cpu {excerpt(quantity, 40)} is more CPU than any node has")
     return mcpu
 
 
@@ -404,30 +409,22 @@ def _qos_quantities(resources: Any, where: str) -> dict[str, Decimal]:
 def _quantity(value: Any, where: str) -> Decimal:
     """Any Kubernetes quantity ("1536Mi", "5M", "0.5", "1e3") as an exact Decimal in base units."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise InventoryError(f"{where} {_shown(value)} is not a quantity")
+        raise InventoryError(f"{where} {excerpt(value, 40)} is not a quantity")
     text = str(value).strip()
     if len(text) > _MAX_QUANTITY_CHARS:
-        raise InventoryError(f"{where} {_shown(value)} is {len(text)} characters long: not a quantity")
+        raise InventoryError(f"{where} {excerpt(value, 40)} is {len(text)} characters long: not a quantity")
     match = _QUANTITY.match(text)
     suffix = match.group(2) if match else ""
     exponent = _EXPONENT.fullmatch(suffix) is not None
     if not match or (not exponent and suffix not in _QUANTITY_SUFFIX):
-        raise InventoryError(f"{where} {_shown(value)} is not a quantity (expected e.g. 128Mi, 1G, 500m)")
+        raise InventoryError(f"{where} {excerpt(value, 40)} is not a quantity (expected e.g. 128Mi, 1G, 500m)")
     try:
         quantity = Decimal(match.group(1) + suffix) if exponent else Decimal(match.group(1))
         if quantity.adjusted() > _MAX_QUANTITY_DIGITS:
-            raise InventoryError(f"{where} {_shown(value)} is larger than any node's resources")
+            raise InventoryError(f"{where} {excerpt(value, 40)} is larger than any node's resources")
         return quantity if exponent else quantity * _QUANTITY_SUFFIX[suffix]
     except ArithmeticError:  # InvalidOperation, and any other decimal signal
-        raise InventoryError(f"{where} {_shown(value)} is not a quantity") from None
-
-
-def _shown(value: Any) -> str:
-    """A value quoted for a message, cut to 40 characters: a broken object's may be megabytes long."""
-    if isinstance(value, int) and value.bit_length() > 64:  # repr() of a 5,000-digit int raises ValueError
-        return f"(a {value.bit_length()}-bit number)"
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:40]}…"
+        raise InventoryError(f"{where} {excerpt(value, 40)} is not a quantity") from None
 
 
 def _running_containers(spec: Mapping[str, Any], status: Mapping[str, Any], where: str) -> tuple[ContainerInfo, ...]:
@@ -481,7 +478,7 @@ def _container(container: Mapping[str, Any], status: Mapping[str, Any] | None, w
 
     restarts: Any = status.get("restartCount", 0) if status is not None else 0
     if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
-        raise InventoryError(f"{where}: restartCount {restarts!r} is not a count")
+        raise InventoryError(f"{where}: restartCount {excerpt(restarts, 40)} is not a count")
     container_id = _text(status.get("containerID")) if status is not None else ""
     return ContainerInfo(
         name=name,

@@ -22,6 +22,7 @@ from django.utils import timezone
 from apps.clusters.models import Cluster, Container, Node, Pod
 from apps.telemetry.ingest import ingest
 from apps.telemetry.readings import Batch, CounterReading, NodeInfo
+from apps.words import printable
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +137,7 @@ def ingest_agent_batch(batch: AgentBatch, *, cluster: Cluster | None = None, now
             target.name,
             batch.node.name,
             len(batch.errors),
-            batch.errors[0],
+            printable(batch.errors[0]),  # the agent's own words: a newline in them would forge a log line
         )
     return result
 

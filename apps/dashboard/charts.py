@@ -8,6 +8,7 @@ bytes a point; plotly.js shows them in UTC), values rounded, and an empty templa
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -315,6 +316,8 @@ def shares_figure(labels: Sequence[str], request_mcpu: Sequence[int | None], fra
     """Horizontal bars: each pod's CPU request (mcpu) on the node, labelled with its share of the node's cpu.shares.
 
     Inputs are parallel and ordered largest first; a pod without a request shows as 0m with its 2 shares' sliver.
+    Labels are escaped: plotly.js renders tags in axis and hover text (`<a href>` as a live link, `<b>`, `<br>`)
+    and decodes entities, so a pod name shows as written, as text.
     """
     if not (len(labels) == len(request_mcpu) == len(fractions)):
         raise ValueError(
@@ -323,7 +326,7 @@ def shares_figure(labels: Sequence[str], request_mcpu: Sequence[int | None], fra
     fig = go.Figure(
         go.Bar(
             x=[r or 0 for r in request_mcpu],
-            y=list(labels),
+            y=[html.escape(label, quote=False) for label in labels],
             orientation="h",
             marker={"color": COLOURS["bar"]},
             text=[f"{f:.1%}" for f in fractions],

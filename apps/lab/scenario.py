@@ -34,16 +34,18 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 from apps.clusters.kubelet import DEFAULT_PERIOD_US, cpu_quantity_to_mcpu
 from apps.lab.workloads import ParamValue, WorkloadError, normalize_params
+from apps.words import excerpt
+from apps.yaml_input import YamlError, load_yaml
 
 DEFAULT_SCENARIO = Path(__file__).resolve().parent / "scenarios" / "default.yaml"
 
 QOS_GUARANTEED = "Guaranteed"
 QOS_BURSTABLE = "Burstable"
 QOS_BEST_EFFORT = "BestEffort"
+
+MAX_SCENARIO_CHARS = 1024 * 1024  # the pods one machine runs: default.yaml is a few kB
 
 # The kubelet accepts CFS periods from 1 ms to 1 s (cpuCFSQuotaPeriod validation).
 MIN_PERIOD_US = 1_000
@@ -164,9 +166,9 @@ def load_scenario(path: str | Path | None = None) -> Scenario:
 def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     """Validate scenario YAML text. Raises ScenarioError naming ``source`` and the offending field."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ScenarioError(source, "(yaml)", f"not valid YAML: {exc}") from None
+        data = load_yaml(text, max_chars=MAX_SCENARIO_CHARS)
+    except YamlError as exc:
+        raise ScenarioError(source, "(yaml)", f"not valid YAML: {exc}" if exc.syntax else str(exc)) from None
     top = _mapping(source, "(top level)", data, _TOP_KEYS)
     description = _optional_str(source, "description", top.get("description"))
     node = _mapping(source, "node", top.get("node", {}) or {}, _NODE_KEYS)
@@ -177,11 +179,13 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     period_us = top.get("period_us", DEFAULT_PERIOD_US)
     if isinstance(period_us, bool) or not isinstance(period_us, int) or not MIN_PERIOD_US <= period_us <= MAX_PERIOD_US:
         raise ScenarioError(
-            source, "period_us", f"{period_us!r} is not a whole number of µs from {MIN_PERIOD_US} to {MAX_PERIOD_US}"
+            source,
+            "period_us",
+            f"{excerpt(period_us)} is not a whole number of µs from {MIN_PERIOD_US} to {MAX_PERIOD_US}",
         )
     raw_pods = top.get("pods")
     if not isinstance(raw_pods, list) or not raw_pods:
-        raise ScenarioError(source, "pods", f"must be a non-empty list of pods, got {raw_pods!r}")
+        raise ScenarioError(source, "pods", f"must be a non-empty list of pods, got {excerpt(raw_pods)}")
     pods: list[Pod] = []
     seen: dict[tuple[str, str], str] = {}
     for index, raw_pod in enumerate(raw_pods):
@@ -209,19 +213,23 @@ def _pod(source: str, field: str, raw: Any) -> Pod:
     workload_kind = _optional_str(source, f"{field}.workload_kind", data.get("workload_kind"))
     workload_name = _optional_str(source, f"{field}.workload_name", data.get("workload_name"))
     if workload_kind and not _OWNER_KIND.match(workload_kind):
-        raise ScenarioError(source, f"{field}.workload_kind", f"{workload_kind!r} is not a kind (e.g. Deployment)")
+        raise ScenarioError(
+            source, f"{field}.workload_kind", f"{excerpt(workload_kind)} is not a kind (e.g. Deployment)"
+        )
     if bool(workload_kind) != bool(workload_name):
         raise ScenarioError(source, field, "workload_kind and workload_name go together: give both or neither")
     raw_containers = data.get("containers")
     if not isinstance(raw_containers, list) or not raw_containers:
-        raise ScenarioError(source, f"{field}.containers", f"must be a non-empty list, got {raw_containers!r}")
+        raise ScenarioError(source, f"{field}.containers", f"must be a non-empty list, got {excerpt(raw_containers)}")
     containers: list[Container] = []
     names: set[str] = set()
     for index, raw_container in enumerate(raw_containers):
         container_field = f"{field}.containers[{index}]"
         container = _container(source, container_field, raw_container)
         if container.name in names:
-            raise ScenarioError(source, container_field, f"container name {container.name!r} is used twice in the pod")
+            raise ScenarioError(
+                source, container_field, f"container name {excerpt(container.name)} is used twice in the pod"
+            )
         names.add(container.name)
         containers.append(container)
     return Pod(namespace, name, workload_kind, workload_name, tuple(containers))
@@ -238,7 +246,7 @@ def _container(source: str, field: str, raw: Any) -> Container:
         raise ScenarioError(
             source,
             f"{field}.request",
-            f"{data['request']!r} is more than the limit {data['limit']!r} (the API refuses it)",
+            f"{excerpt(data['request'])} is more than the limit {excerpt(data['limit'])} (the API refuses it)",
         )
     workload = _workload(source, f"{field}.workload", data.get("workload"))
     return Container(name, request_mcpu, limit_mcpu, workload)
@@ -250,10 +258,10 @@ def _workload(source: str, field: str, raw: Any) -> Workload:
     data = _mapping(source, field, raw, _WORKLOAD_KEYS)
     kind = data.get("kind")
     if not isinstance(kind, str) or not kind:
-        raise ScenarioError(source, f"{field}.kind", f"must name a workload kind, got {kind!r}")
+        raise ScenarioError(source, f"{field}.kind", f"must name a workload kind, got {excerpt(kind)}")
     params = data.get("params") or {}
     if not isinstance(params, dict):
-        raise ScenarioError(source, f"{field}.params", f"must be a mapping, got {params!r}")
+        raise ScenarioError(source, f"{field}.params", f"must be a mapping, got {excerpt(params)}")
     try:
         normalized = normalize_params(kind, params)
     except WorkloadError as exc:
@@ -263,10 +271,10 @@ def _workload(source: str, field: str, raw: Any) -> Workload:
 
 def _mapping(source: str, field: str, raw: Any, allowed: set[str]) -> dict[str, Any]:
     if not isinstance(raw, dict):
-        raise ScenarioError(source, field, f"must be a mapping, got {type(raw).__name__} {raw!r}")
+        raise ScenarioError(source, field, f"must be a mapping, got {type(raw).__name__} {excerpt(raw)}")
     unknown = sorted(str(key) for key in raw if key not in allowed)
     if unknown:
-        raise ScenarioError(source, field, f"unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
+        raise ScenarioError(source, field, f"unknown key {excerpt(unknown[0])} (allowed: {', '.join(sorted(allowed))})")
     return raw
 
 
@@ -274,23 +282,23 @@ def _optional_str(source: str, field: str, raw: Any) -> str:
     if raw is None:
         return ""
     if not isinstance(raw, str):
-        raise ScenarioError(source, field, f"must be text, got {raw!r}")
+        raise ScenarioError(source, field, f"must be text, got {excerpt(raw)}")
     return raw
 
 
 def _name(source: str, field: str, raw: Any, pattern: re.Pattern[str], what: str) -> str:
     if not isinstance(raw, str) or not pattern.match(raw):
-        raise ScenarioError(source, field, f"{raw!r} is not {what}")
+        raise ScenarioError(source, field, f"{excerpt(raw)} is not {what}")
     return raw
 
 
 def _quantity(source: str, field: str, raw: Any) -> int:
     if isinstance(raw, bool) or not isinstance(raw, str | int | float):
-        raise ScenarioError(source, field, f"{raw!r} is not a CPU quantity (expected e.g. 250m, 2, 0.5)")
+        raise ScenarioError(source, field, f"{excerpt(raw)} is not a CPU quantity (expected e.g. 250m, 2, 0.5)")
     try:
         mcpu = cpu_quantity_to_mcpu(raw)
     except ValueError as exc:
         raise ScenarioError(source, field, str(exc)) from None
     if mcpu == 0:
-        raise ScenarioError(source, field, f"{raw!r} is zero: leave the key out instead (zero means none)")
+        raise ScenarioError(source, field, f"{excerpt(raw)} is zero: leave the key out instead (zero means none)")
     return mcpu

@@ -43,6 +43,8 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
+from apps.words import excerpt
+
 ParamValue = int | float | bool
 
 _MASK_32 = 0xFFFFFFFF
@@ -158,10 +160,10 @@ def _check_value(kind: str, key: str, param: Param, value: object) -> ParamValue
     where = f"workload {kind!r} parameter {key!r}"
     if isinstance(param.default, bool):
         if not isinstance(value, bool):
-            raise WorkloadError(f"{where}: {value!r} is not true or false")
+            raise WorkloadError(f"{where}: {excerpt(value)} is not true or false")
         return value
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise WorkloadError(f"{where}: {value!r} is not a number")
+        raise WorkloadError(f"{where}: {excerpt(value)} is not a number")  # a list or mapping: bounded
     if isinstance(param.default, int) and not isinstance(value, int):
         if not float(value).is_integer():
             raise WorkloadError(f"{where}: {value!r} is not a whole number")

@@ -211,7 +211,7 @@ def test_figure_json_cannot_close_the_script_tag_it_sits_in() -> None:
     fig = shares_figure(["ns/</script><script>alert(1)</script>"], [100], [1.0])
     payload = figure_json(fig)
     assert "</script>" not in payload and "<" not in payload
-    assert json.loads(payload)["data"][0]["y"] == ["ns/</script><script>alert(1)</script>"]
+    assert json.loads(payload)["data"][0]["y"] == ["ns/&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"]
 
 
 def test_shares_figure_refuses_inputs_of_different_lengths() -> None:

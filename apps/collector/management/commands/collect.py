@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.clusters.models import Cluster
 from apps.collector.services import collect_once
+from apps.words import printable
 
 
 class Command(BaseCommand):
@@ -23,8 +24,9 @@ class Command(BaseCommand):
             f"{run.samples_written} sample(s) written in {run.duration_s or 0:.1f} s"
         )
         for result in run.node_results.filter(ok=False):
-            self.stdout.write(f"  node {result.node}: {result.error}")
+            self.stdout.write(printable(f"  node {result.node}: {result.error}"))
+        # Errors and problems quote what the cluster answered: escaped, as import_dump prints its problems.
         for problem in run.problems.all()[:20]:
-            self.stdout.write(f"  {problem.node or 'cluster'}: {problem.message}")
+            self.stdout.write(printable(f"  {problem.node or 'cluster'}: {problem.message}"))
         if run.status == run.Status.FAILED:
             raise CommandError("the collection failed: see the problems above")

@@ -6,6 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.collector.dump import DumpError, format_summary, import_dump
+from apps.words import printable
 
 
 class Command(BaseCommand):
@@ -39,9 +40,10 @@ class Command(BaseCommand):
         try:
             result = import_dump(cluster, nodes, pods, _metrics(metrics), _instant(at) if at else None)
         except DumpError as exc:
-            raise CommandError(str(exc)) from None
+            raise CommandError(printable(str(exc))) from None
+        # Lines quote names and problems from the files: escaped, they cannot move the cursor or retitle the terminal.
         for line in format_summary(result):
-            self.stdout.write(line)
+            self.stdout.write(printable(line))
 
 
 def _metrics(pairs: list[str]) -> dict[str, str]:
