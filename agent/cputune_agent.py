@@ -897,6 +897,14 @@ def _period_counts(payload: Payload) -> dict[tuple[str, str], tuple[int, int]]:
     }
 
 
+def throttle_ratio(throttled_periods: int, periods: int) -> float | None:
+    """Mirrors apps/telemetry/counters.throttle_ratio, the one formula (this file ships alone): Δnr_throttled /
+    Δnr_periods clamped to [0, 1], None when no period elapsed. tests/agent/test_cputune_agent.py checks they agree."""
+    if periods <= 0:
+        return None
+    return min(1.0, max(0.0, throttled_periods / periods))
+
+
 def pick_throttled(
     current: Mapping[_Key, tuple[int, int]], previous: Mapping[_Key, tuple[int, int]], above: float, most: int
 ) -> list[_Key]:
@@ -907,8 +915,8 @@ def pick_throttled(
         before = previous.get(key)
         if before is None or periods <= before[0] or throttled < before[1]:
             continue
-        ratio = (throttled - before[1]) / (periods - before[0])
-        if ratio > above:
+        ratio = throttle_ratio(throttled - before[1], periods - before[0])
+        if ratio is not None and ratio > above:
             ratios.append((ratio, key))
     ratios.sort(key=lambda pair: -pair[0])  # stable: ties keep the collection's (sorted) order
     return [key for _, key in ratios[:most]]

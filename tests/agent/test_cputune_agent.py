@@ -143,6 +143,11 @@ def test_overflowed_counter_is_rejected_as_bad_input():
         agent.parse_cpu_stat(fixture_text("v1-runc-overflow/cpu.stat"), "v1-runc-overflow/cpu.stat")
 
 
+@pytest.mark.parametrize(("throttled", "periods"), [(0, 0), (0, 10), (3, 10), (10, 10), (12, 10), (-1, 10), (5, -2)])
+def test_the_agent_s_throttle_ratio_is_telemetry_counters_one(throttled: int, periods: int):
+    assert agent.throttle_ratio(throttled, periods) == counters.throttle_ratio(throttled, periods)
+
+
 def test_cpu_stat_line_without_a_value_is_rejected():
     with pytest.raises(agent.CgroupFormatError, match=r"bad line 'nr_periods'"):
         agent.parse_cpu_stat("nr_periods\n")
@@ -1087,6 +1092,11 @@ def test_a_poll_s_throttled_time_is_split_over_the_periods_it_saw(new_periods, n
     assert sum(figures) == (throttled_us if new_periods else 0)
 
 
+def test_a_period_sample_is_sent_as_its_periods_and_the_figures_of_the_throttled_ones():
+    sample = agent.PeriodSample(5.0004, (0, 80_000, 0, 0, 79_500))
+    assert sample.summary() == {"seconds": 5.0, "periods": 5, "throttled_us": [80_000, 79_500]}
+
+
 def test_the_sampler_picks_the_most_throttled_since_the_previous_collection():
     previous = {"a": (100, 10), "b": (100, 0), "c": (100, 50), "d": (100, 0), "reset": (900, 900)}
     current = {
@@ -1135,7 +1145,8 @@ def test_collect_alone_never_samples(tmp_path: Path):
     ],
 )
 def test_main_refuses_period_sampling_it_cannot_do(options: list[str], message: str, caplog: pytest.LogCaptureFixture):
-    assert agent.main(["--server", "http://127.0.0.1:9", "--token", "t", *options]) == 2
+    # --once: were the options let through, the agent would push once to a closed port and exit 1, not hang.
+    assert agent.main(["--server", "http://127.0.0.1:9", "--token", "t", "--once", "--attempts", "1", *options]) == 2
     assert f"cannot start: {message}" in caplog.text
 
 
