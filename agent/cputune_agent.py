@@ -7,7 +7,8 @@ Standard library only (Python >= 3.11), no project imports. It runs as ``python 
 the lab source reads its cgroups with `collect`.
 
     python cputune_agent.py --server https://cputune.example --token TOKEN [--cgroup-root /sys/fs/cgroup]
-                            [--interval 15] [--once] [--node NAME]
+                            [--interval 15] [--once] [--node NAME] [--period-sample-seconds 5]
+                            [--period-sample-above 0.05] [--period-sample-max 16]
 
 Without ``--cgroup-root`` the cpu controller is found from /proc/self/mountinfo. With it, the directory may hold a
 cgroup v2 tree (``cgroup.controllers`` lists ``cpu``) or v1 mounts ``cpu,cpuacct``, ``cpuacct,cpu`` or separate
@@ -44,15 +45,27 @@ Every ``--interval`` seconds the agent POSTs one JSON document to ``<server>/api
           "bursts_total": int | null,               # nr_bursts (kernel >= 5.16)
           "burst_seconds_total": float | null,      # burst_time (ns) / burst_usec (us)
           "psi_some_total_seconds": float | null,   # v2 cpu.pressure "some ... total=" (us) / 1e6
-          "psi_full_total_seconds": float | null    # v2 cpu.pressure "full ... total=" (us) / 1e6
+          "psi_full_total_seconds": float | null,   # v2 cpu.pressure "full ... total=" (us) / 1e6
+          "period_sample": {            # only for a container sampled this cycle (see below)
+            "seconds": float,           # how long its cpu.stat was polled, right after collected_at
+            "periods": int,             # periods counted meanwhile (nr_periods rose by this much)
+            "throttled_us": [int]       # throttled time of each period that had some, us; the other periods had none
+          }
         }
       ],
-      "errors": [str]                   # one line per cgroup that could not be read; the others are still sent
+      "errors": [str],                  # one line per cgroup that could not be read; the others are still sent
+      "sampler_cpu_seconds": float      # only when containers were sampled: CPU the agent spent polling them
     }
 
 Counters are cumulative, exactly as the kernel reports them (deltas and resets are the server's job); null means the
 cgroup does not report the value, never zero. A container's ``container_id`` can also be a pod sandbox (pause)
 container: the cgroup does not say which is which, the server matches ids against the pod's container statuses.
+
+Period sampling (`sample_periods`): after each collection, the containers throttled in more than
+``--period-sample-above`` of their periods since the previous collection (at most ``--period-sample-max``, most
+throttled first; none on the first collection or with ``--once``) have their cpu.stat polled every 4 ms for
+``--period-sample-seconds`` (0: off; at most 30 and less than the interval), so the server gets one throttled-time
+figure per CFS period rather than the window's totals. `collect` alone never samples.
 """
 
 from __future__ import annotations
@@ -75,7 +88,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import FrameType
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict, TypeVar
 
 AGENT_VERSION = "1"
 INGEST_PATH = "/api/v1/ingest/"
@@ -107,6 +120,12 @@ class NodeFacts(TypedDict):
     cpufreq_governor: str
 
 
+class PeriodSampleSummary(TypedDict):
+    seconds: float
+    periods: int
+    throttled_us: list[int]
+
+
 class ContainerSample(TypedDict):
     pod_uid: str
     container_id: str
@@ -124,6 +143,7 @@ class ContainerSample(TypedDict):
     burst_seconds_total: float | None
     psi_some_total_seconds: float | None
     psi_full_total_seconds: float | None
+    period_sample: NotRequired[PeriodSampleSummary]
 
 
 class Payload(TypedDict):
@@ -133,6 +153,7 @@ class Payload(TypedDict):
     collected_at: str
     containers: list[ContainerSample]
     errors: list[str]
+    sampler_cpu_seconds: NotRequired[float]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -694,19 +715,30 @@ def collect(
     if cgroup_root_v2 is not None:
         roots = CgroupRoots(2, cgroup_root_v2, None, cpuset_cpus_file)
     elif cgroup_root_v1_cpu is not None:
-        cpuacct = cgroup_root_v1_cpuacct
-        if cpuacct is None and os.path.exists(os.path.join(cgroup_root_v1_cpu, "cpuacct.usage")):
-            cpuacct = cgroup_root_v1_cpu
-        roots = CgroupRoots(1, cgroup_root_v1_cpu, cpuacct, cpuset_cpus_file)
+        roots = CgroupRoots(1, cgroup_root_v1_cpu, cgroup_root_v1_cpuacct, cpuset_cpus_file)
     elif cgroup_root_v1_cpuacct is not None:
         raise ValueError("a cgroup v1 cpuacct root needs the cpu root too")
     else:
         found = find_cgroup_roots()
         roots = CgroupRoots(found.version, found.cpu, found.cpuacct, cpuset_cpus_file or found.cpuset_cpus_file)
+    return _collect(roots, node_name, proc_root=proc_root, sys_root=sys_root, now=now)[0]
 
+
+def _collect(
+    roots: CgroupRoots,
+    node_name: str | None,
+    *,
+    proc_root: str = "/proc",
+    sys_root: str = "/sys",
+    now: datetime | None = None,
+) -> tuple[Payload, dict[tuple[str, str], str]]:
+    """`collect` on resolved roots, with each container's cpu cgroup directory by (pod uid, container id)."""
+    if roots.version == 1 and roots.cpuacct is None and os.path.exists(os.path.join(roots.cpu, "cpuacct.usage")):
+        roots = CgroupRoots(1, roots.cpu, roots.cpu, roots.cpuset_cpus_file)  # a combined mount given as cpu only
     collected_at = (now or datetime.now(UTC)).astimezone(UTC)
     containers: list[ContainerSample] = []
     errors: list[str] = []
+    cpu_dirs: dict[tuple[str, str], str] = {}
     for relative, pod_uid, container_id, qos_class in iter_kubelet_cgroups(roots.cpu):
         cgroup_dir = os.path.join(roots.cpu, relative)
         sample = _empty_sample(pod_uid, container_id, qos_class)
@@ -725,8 +757,10 @@ def collect(
         if not os.path.isdir(cgroup_dir):
             continue  # vanished after its required file was read: its optional values may be missing, drop it
         containers.append(sample)
+        if container_id:
+            cpu_dirs[(pod_uid, container_id)] = cgroup_dir
 
-    return Payload(
+    payload = Payload(
         agent_version=AGENT_VERSION,
         node=read_node_facts(
             node_name, cpuset_cpus_file=roots.cpuset_cpus_file, proc_root=proc_root, sys_root=sys_root
@@ -736,6 +770,186 @@ def collect(
         containers=containers,
         errors=errors,
     )
+    return payload, cpu_dirs
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Period sampling: one throttled-time figure per CFS period for the containers that are being throttled.
+
+PERIOD_POLL_S = 0.004  # a 100 ms period is seen in ~25 polls; a poll that sees two new periods is rare
+MAX_PERIOD_SAMPLE_SECONDS = 30.0
+MAX_PERIOD_SAMPLED_CONTAINERS = 64
+_Key = TypeVar("_Key")
+
+
+@dataclass(frozen=True)
+class PeriodSample:
+    """What one cgroup's cpu.stat showed period by period: `throttled_us` has one entry per period counted while
+    it was polled (0: no throttled time), over `seconds` of wall time."""
+
+    seconds: float
+    throttled_us: tuple[int, ...]
+
+    def summary(self) -> PeriodSampleSummary:
+        """The payload form: the periods count and only the periods that had throttled time."""
+        return PeriodSampleSummary(
+            seconds=round(self.seconds, 3),
+            periods=len(self.throttled_us),
+            throttled_us=[value for value in self.throttled_us if value > 0],
+        )
+
+
+def split_throttled_us(new_periods: int, new_throttled: int, throttled_us: int) -> list[int]:
+    """One figure per period for a poll that saw `new_periods` counted (`new_throttled` of them throttled) and
+    `throttled_us` more throttled time: the time shared evenly by the throttled ones (by one period when the kernel
+    added time without counting a throttled period), zeros for the rest. The figures sum to `throttled_us`."""
+    if new_periods <= 0:
+        return []
+    if throttled_us <= 0:
+        return [0] * new_periods
+    shared_by = min(max(new_throttled, 1), new_periods)
+    share, extra = divmod(throttled_us, shared_by)
+    return [share + 1] * extra + [share] * (shared_by - extra) + [0] * (new_periods - shared_by)
+
+
+def read_period_counters(cpu_dir: str) -> tuple[int, int, int] | None:
+    """(nr_periods, nr_throttled, throttled time in whole us) from a v1 or v2 cpu.stat; None when the cgroup is gone
+    or counts no periods (no cpu controller enabled). Raises CgroupFormatError for a garbled file."""
+    path = os.path.join(cpu_dir, "cpu.stat")
+    try:
+        return _period_counters(parse_cpu_stat(_read_text(path), path))
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def _period_counters(stat: Mapping[str, int]) -> tuple[int, int, int] | None:
+    if "nr_periods" not in stat:
+        return None
+    # Whole us of the cumulative value, so the per-poll differences add up to the counter's own difference.
+    throttled_us = stat["throttled_time"] // 1000 if "throttled_time" in stat else stat.get("throttled_usec", 0)
+    return stat["nr_periods"], stat.get("nr_throttled", 0), throttled_us
+
+
+def sample_periods(
+    cpu_dirs: Mapping[_Key, str],
+    seconds: float,
+    poll_s: float = PERIOD_POLL_S,
+    stop: threading.Event | None = None,
+) -> dict[_Key, PeriodSample]:
+    """Poll each cgroup's cpu.stat every `poll_s` for `seconds` (less if `stop` is set) and record each new
+    period's throttled time. The kernel adds a period's throttled time when it refills the quota, the moment it
+    counts the period, so time read with no new period belongs to the next one counted. A cgroup that goes away or
+    turns garbled is left out of the result."""
+    files: dict[_Key, int] = {}
+    last: dict[_Key, tuple[int, int, int]] = {}
+    figures: dict[_Key, list[int]] = {}
+    try:
+        for key, cpu_dir in cpu_dirs.items():
+            try:
+                # Kept open and re-read from offset 0 (the kernel regenerates it): a tenth of open-read-close's CPU.
+                files[key] = os.open(os.path.join(cpu_dir, "cpu.stat"), os.O_RDONLY)
+            except OSError:
+                continue
+            counters = _poll(files[key], cpu_dir)
+            if counters is not None:
+                last[key], figures[key] = counters, []
+        started = time.monotonic()
+        ticks = 0
+        while last and not (stop is not None and stop.is_set()):
+            # A slow round skips ticks rather than piling them up; sleep, not Event.wait: half its CPU per call.
+            ticks = max(ticks + 1, int((time.monotonic() - started) / poll_s))
+            delay = started + ticks * poll_s - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            for key in list(last):
+                counters = _poll(files[key], cpu_dirs[key])
+                if counters is None or counters[0] < last[key][0]:  # gone, or recreated with fresh counters
+                    del last[key], figures[key]
+                    continue
+                previous = last[key]
+                if counters[0] > previous[0]:
+                    figures[key] += split_throttled_us(
+                        counters[0] - previous[0], counters[1] - previous[1], counters[2] - previous[2]
+                    )
+                    last[key] = counters
+            if time.monotonic() - started >= seconds:
+                break
+        elapsed = time.monotonic() - started
+    finally:
+        for fd in files.values():
+            os.close(fd)
+    return {key: PeriodSample(elapsed, tuple(values)) for key, values in figures.items()}
+
+
+def _poll(fd: int, cpu_dir: str) -> tuple[int, int, int] | None:
+    try:
+        return _period_counters(parse_cpu_stat(os.pread(fd, 4096, 0).decode(), cpu_dir))
+    except (OSError, CgroupFormatError, UnicodeDecodeError) as exc:  # a removed cgroup's open file reads ENODEV
+        log.debug("stopped sampling %s: %s", cpu_dir, exc)
+        return None
+
+
+def _period_counts(payload: Payload) -> dict[tuple[str, str], tuple[int, int]]:
+    return {
+        (row["pod_uid"], row["container_id"]): (row["periods_total"], row["throttled_periods_total"])
+        for row in payload["containers"]
+        if row["container_id"] and row["periods_total"] is not None and row["throttled_periods_total"] is not None
+    }
+
+
+def throttle_ratio(throttled_periods: int, periods: int) -> float | None:
+    """Mirrors apps/telemetry/counters.throttle_ratio, the one formula (this file ships alone): Δnr_throttled /
+    Δnr_periods clamped to [0, 1], None when no period elapsed. tests/agent/test_cputune_agent.py checks they agree."""
+    if periods <= 0:
+        return None
+    return min(1.0, max(0.0, throttled_periods / periods))
+
+
+def pick_throttled(
+    current: Mapping[_Key, tuple[int, int]], previous: Mapping[_Key, tuple[int, int]], above: float, most: int
+) -> list[_Key]:
+    """The keys whose throttle ratio between two collections (Δnr_throttled / Δnr_periods) is above `above`,
+    most throttled first, at most `most`. A key without a previous reading, or whose counters went back, is skipped."""
+    ratios: list[tuple[float, _Key]] = []
+    for key, (periods, throttled) in current.items():
+        before = previous.get(key)
+        if before is None or periods <= before[0] or throttled < before[1]:
+            continue
+        ratio = throttle_ratio(throttled - before[1], periods - before[0])
+        if ratio is not None and ratio > above:
+            ratios.append((ratio, key))
+    ratios.sort(key=lambda pair: -pair[0])  # stable: ties keep the collection's (sorted) order
+    return [key for _, key in ratios[:most]]
+
+
+def add_period_samples(
+    payload: Payload,
+    cpu_dirs: Mapping[tuple[str, str], str],
+    previous: Mapping[tuple[str, str], tuple[int, int]],
+    options: AgentOptions,
+    stop: threading.Event | None = None,
+) -> dict[tuple[str, str], tuple[int, int]]:
+    """Sample the containers `pick_throttled` chooses and add their summaries and the CPU it cost to `payload`.
+    Returns this collection's period counts, the `previous` of the next call."""
+    current = _period_counts(payload)
+    if options.period_sample_seconds <= 0:
+        return current
+    chosen = pick_throttled(current, previous, options.period_sample_above, options.period_sample_max)
+    if chosen:
+        cpu_before = time.thread_time()  # this thread's CPU only: the sampler's own cost
+        samples = sample_periods({key: cpu_dirs[key] for key in chosen}, options.period_sample_seconds, stop=stop)
+        payload["sampler_cpu_seconds"] = round(time.thread_time() - cpu_before, 4)
+        for row in payload["containers"]:
+            sample = samples.get((row["pod_uid"], row["container_id"]))
+            if sample is not None:
+                row["period_sample"] = sample.summary()
+        log.info(
+            "sampled %d throttled container(s) period by period for %.1f s: %.3f s of CPU",
+            len(samples),
+            options.period_sample_seconds,
+            payload["sampler_cpu_seconds"],
+        )
+    return current
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -831,6 +1045,9 @@ class AgentOptions:
     node: str | None = None
     timeout_s: float = 10.0
     attempts: int = 4
+    period_sample_seconds: float = 5.0  # 0: no period sampling
+    period_sample_above: float = 0.05
+    period_sample_max: int = 16
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> AgentOptions:
@@ -844,13 +1061,46 @@ class AgentOptions:
             node=options.get("node"),
             timeout_s=float(options.get("timeout") or 10.0),
             attempts=int(options.get("attempts") or 4),
+            period_sample_seconds=float(_given(options, "period_sample_seconds", 5.0)),
+            period_sample_above=float(_given(options, "period_sample_above", 0.05)),
+            period_sample_max=int(_given(options, "period_sample_max", 16)),
         )
+
+    def problem(self) -> str | None:
+        """Why these options cannot run (a message naming the option), or None."""
+        if not 0 <= self.period_sample_seconds <= MAX_PERIOD_SAMPLE_SECONDS:
+            return (
+                f"--period-sample-seconds {self.period_sample_seconds:g} is outside 0 to {MAX_PERIOD_SAMPLE_SECONDS:g}"
+            )
+        if self.period_sample_seconds and self.period_sample_seconds >= self.interval_s:
+            return (
+                f"--period-sample-seconds {self.period_sample_seconds:g} must be less than --interval "
+                f"{self.interval_s:g} (0 turns period sampling off)"
+            )
+        if not 0 <= self.period_sample_above < 1:
+            return f"--period-sample-above {self.period_sample_above:g} is not a throttle ratio from 0 up to 1"
+        if not 1 <= self.period_sample_max <= MAX_PERIOD_SAMPLED_CONTAINERS:
+            return f"--period-sample-max {self.period_sample_max} is outside 1 to {MAX_PERIOD_SAMPLED_CONTAINERS}"
+        return None
+
+
+def _given(options: Mapping[str, Any], name: str, default: float) -> Any:
+    # 0 is a real value here (sampling off, any throttling): only a missing option takes the default.
+    value = options.get(name)
+    return default if value is None else value
 
 
 def _positive_float(text: str) -> float:
     value = float(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not zero or a positive number")
     return value
 
 
@@ -880,6 +1130,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node", default=None, help="node name (default: $NODE_NAME, else the hostname)")
     parser.add_argument("--timeout", type=_positive_float, default=10.0, help="HTTP timeout in seconds (default 10)")
     parser.add_argument("--attempts", type=_positive_int, default=4, help="HTTP attempts per push (default 4)")
+    parser.add_argument(
+        "--period-sample-seconds",
+        type=_non_negative_float,
+        default=5.0,
+        help="after each collection, poll throttled containers' cpu.stat for this long to record each period's "
+        f"throttled time (default 5; 0: off; at most {MAX_PERIOD_SAMPLE_SECONDS:g} and less than --interval)",
+    )
+    parser.add_argument(
+        "--period-sample-above",
+        type=_non_negative_float,
+        default=0.05,
+        help="sample containers throttled in more than this share of periods since the last collection (default 0.05)",
+    )
+    parser.add_argument(
+        "--period-sample-max",
+        type=_positive_int,
+        default=16,
+        help=f"sample at most this many containers per cycle, most throttled first (default 16, at most "
+        f"{MAX_PERIOD_SAMPLED_CONTAINERS})",
+    )
 
 
 def _ensure_logging() -> None:
@@ -897,6 +1167,9 @@ def run(options: AgentOptions) -> int:
     _ensure_logging()
     try:
         ingest_url(options.server)
+        problem = options.problem()
+        if problem is not None:
+            raise ValueError(problem)
         roots = resolve_cgroup_root(options.cgroup_root) if options.cgroup_root else find_cgroup_roots()
     except (ValueError, CgroupSetupError, OSError) as exc:
         log.error("cannot start: %s", exc)
@@ -909,8 +1182,8 @@ def run(options: AgentOptions) -> int:
         ingest_url(options.server),
         options.interval_s,
     )
-    v1 = roots.version == 1
     stop = threading.Event()
+    previous: dict[tuple[str, str], tuple[int, int]] = {}
 
     def request_stop(signum: int, _frame: FrameType | None) -> None:
         log.info("received %s, stopping", signal.Signals(signum).name)
@@ -925,13 +1198,8 @@ def run(options: AgentOptions) -> int:
             started = time.monotonic()
             pushed = False
             try:
-                payload = collect(
-                    cgroup_root_v1_cpu=roots.cpu if v1 else None,
-                    cgroup_root_v1_cpuacct=roots.cpuacct if v1 else None,
-                    cgroup_root_v2=None if v1 else roots.cpu,
-                    node_name=options.node,
-                    cpuset_cpus_file=roots.cpuset_cpus_file,
-                )
+                payload, cpu_dirs = _collect(roots, options.node)
+                previous = add_period_samples(payload, cpu_dirs, previous, options, stop)
             except Exception:  # a broken cycle must not end the DaemonSet pod; the next one may work
                 log.exception("collection failed")
             else:

@@ -82,7 +82,8 @@ class ContainerFacts:
     shares_floor_mcpu: int | None = None  # from cfs.pod_shares_floor / container_shares_floor
     node_total_shares: int | None = None  # Σ shares of every pod on the node, to show the floor's arithmetic
     cfs_slice_us: int | None = None  # sched_cfs_bandwidth_slice_us read on the node; None: the default 5000 assumed
-    # Throttled time of each period in the window, µs (the lab's period sampler); None: window totals only.
+    # Throttled time of each sampled period in the window, µs (the node agent's or the lab's period sampler; zeros
+    # for periods without throttled time); None: window totals only.
     period_throttled_us: tuple[float, ...] | None = None
 
 

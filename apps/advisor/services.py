@@ -23,6 +23,7 @@ from psycopg.types.json import Jsonb
 from apps.clusters.kubelet import DEFAULT_PERIOD_US, quota_us_from_limit_mcpu, shares_from_request_mcpu
 from apps.clusters.models import Cluster, Container, Node
 from apps.db import analyze_tables, copy_rows
+from apps.telemetry.periods import period_sample_rows
 from apps.telemetry.rollups import rollup_hours
 from apps.telemetry.selectors import latest_sample_rows, rollup_rows, sample_rows
 
@@ -31,7 +32,7 @@ from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
 from .rules import ContainerFacts, Policy, Recommendation, advise, limit_curve
 from .vocabulary import NO_SEVERITY_RANK, SEVERITY_RANK
-from .windows import RollupRow, SampleRow, WindowSummary, summarize_rollups, summarize_window
+from .windows import RollupRow, SampleRow, WindowSummary, period_throttled_us, summarize_rollups, summarize_window
 
 log = logging.getLogger(__name__)
 
@@ -160,10 +161,11 @@ def refresh_part(
             start = starts[window]
             current = {cid: s for cid, s in statics.items() if s.pod_last_seen is not None and s.pod_last_seen >= start}
             summaries = _summaries(current, window, start, now)
+            per_period = _period_evidence(current, start, now)
             rows = []
             for container_id, static in current.items():
                 summary = summaries.get(container_id) or _empty_window(start, now)
-                facts = replace(static.facts, window=summary)
+                facts = replace(static.facts, window=summary, period_throttled_us=per_period.get(container_id))
                 plan = advise(facts, policy)
                 curve = limit_curve(facts, policy, plan)
                 rows.append(_finding_row(cluster.pk, window, now, static, facts, plan, curve))
@@ -316,6 +318,23 @@ def _summaries(statics: dict[int, _Static], window: str, start: datetime, end: d
     for cid, rollups in rollups_by.items():
         out[cid] = summarize_rollups(rollups, start, end)
     return out
+
+
+def _period_evidence(statics: dict[int, _Static], start: datetime, end: datetime) -> dict[int, tuple[float, ...]]:
+    """Per container with a limit, one throttled-time figure per period the node agent sampled in (start, end]
+    under the quota the limit sets now (figures against another quota say nothing of what this limit adds)."""
+    quotas = {
+        cid: quota_us_from_limit_mcpu(s.facts.limit_mcpu, s.facts.period_us)
+        for cid, s in statics.items()
+        if s.facts.limit_mcpu
+    }
+    samples: dict[int, list[tuple[int, tuple[int, ...]]]] = defaultdict(list)
+    for chunk in _chunks(list(quotas), 2000):
+        for row in period_sample_rows(chunk, start, end):
+            if row.quota_us == quotas[row.container_id] and row.period_us == statics[row.container_id].facts.period_us:
+                samples[row.container_id].append((row.periods, row.throttled_us))
+    evidence = {cid: period_throttled_us(rows) for cid, rows in samples.items()}
+    return {cid: values for cid, values in evidence.items() if values}
 
 
 class FindingRow(NamedTuple):

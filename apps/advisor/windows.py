@@ -294,6 +294,16 @@ def lifetime_from_totals(
     )
 
 
+def period_throttled_us(samples: Iterable[tuple[int, Sequence[int]]]) -> tuple[float, ...] | None:
+    """One throttled-time figure per sampled period (µs) from (periods counted, figures of the periods that had
+    throttled time) pairs: each sample's figures, then a zero for each of its other periods. None without a period."""
+    values: list[float] = []
+    for periods, throttled_us in samples:
+        values.extend(map(float, throttled_us))
+        values.extend([0.0] * (periods - len(throttled_us)))
+    return tuple(values) or None
+
+
 def summarize_rollups(rollups: Iterable[RollupRow], window_start: datetime, window_end: datetime) -> WindowSummary:
     """Aggregate hourly rollups whose hour starts in [window_start, window_end), for long windows (7 d).
 

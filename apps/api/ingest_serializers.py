@@ -10,9 +10,10 @@ from typing import Any
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.collector.push import AgentBatch, AgentNode, AgentSample
+from apps.collector.push import AgentBatch, AgentNode, AgentPeriodSample, AgentSample
 from apps.telemetry.counters import MAX_SANE
 
 from .serializers import QOS_CLASSES, Iso8601Field
@@ -23,6 +24,12 @@ MAX_CONTAINERS_PER_BATCH = 5000  # 110 pods per node by default; a few hundred p
 MAX_AGENT_ERRORS = 5000
 MAX_CLOCK_SKEW = timedelta(minutes=5)
 MAX_COUNTER = int(MAX_SANE)
+# Period samples: the agent polls at most 30 s (twice that allows a late last poll), at most 64 containers a cycle.
+MAX_PERIOD_SAMPLE_SECONDS = 60
+MAX_SAMPLED_CONTAINERS = 64
+MIN_PERIOD_US = 1_000  # the kernel's shortest cfs_period_us
+MAX_SAMPLE_PERIODS = MAX_PERIOD_SAMPLE_SECONDS * 1_000_000 // MIN_PERIOD_US + 2
+MAX_NODE_CPUS = 100_000  # node.capacity_mcpu's bound, for a node that does not state its CPUs
 
 
 class StrictIntegerField(serializers.IntegerField):
@@ -90,6 +97,59 @@ def _text(
     )
 
 
+@extend_schema_field({"type": "array", "items": {"type": "integer", "minimum": 0}, "maxItems": MAX_SAMPLE_PERIODS})
+class ThrottledPeriodsField(serializers.Field):
+    """A JSON list of whole microseconds, checked in one plain loop: up to 60,002 entries, where a DRF child field
+    per entry would cost milliseconds per sample."""
+
+    def to_internal_value(self, data: Any) -> tuple[int, ...]:
+        if not isinstance(data, list):
+            raise serializers.ValidationError("period_sample.throttled_us must be a list of whole microseconds.")
+        if len(data) > MAX_SAMPLE_PERIODS:
+            raise serializers.ValidationError(
+                f"period_sample.throttled_us lists {len(data)} periods: at most {MAX_SAMPLE_PERIODS} fit in "
+                f"{MAX_PERIOD_SAMPLE_SECONDS} s."
+            )
+        for index, value in enumerate(data):
+            if type(value) is not int or not 0 <= value <= MAX_COUNTER:
+                raise serializers.ValidationError(
+                    f"period_sample.throttled_us[{index}] = {value!r} is not a whole number of microseconds from 0 "
+                    f"to {MAX_COUNTER}."
+                )
+        return tuple(data)
+
+    def to_representation(self, value: Any) -> list[int]:
+        return list(value)
+
+
+class AgentPeriodSampleSerializer(serializers.Serializer):
+    seconds = StrictFloatField(
+        min_value=0.001,
+        max_value=MAX_PERIOD_SAMPLE_SECONDS,
+        error_messages={
+            m: f"period_sample.seconds must be a number of seconds from 0.001 to {MAX_PERIOD_SAMPLE_SECONDS}."
+            for m in ("invalid", "min_value", "max_value", "max_string_length")
+        },
+    )
+    periods = StrictIntegerField(
+        min_value=0,
+        max_value=MAX_SAMPLE_PERIODS,
+        error_messages={
+            m: f"period_sample.periods must be a whole number from 0 to {MAX_SAMPLE_PERIODS}."
+            for m in ("invalid", "min_value", "max_value", "max_string_length")
+        },
+    )
+    throttled_us = ThrottledPeriodsField()
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        listed, periods = len(attrs["throttled_us"]), attrs["periods"]
+        if listed > periods:
+            raise serializers.ValidationError(
+                {"throttled_us": [f"period_sample.throttled_us lists {listed} periods but periods is {periods}."]}
+            )
+        return attrs
+
+
 class AgentNodeSerializer(serializers.Serializer):
     # DNS subdomain: what Kubernetes allows for node names.
     name = _text(
@@ -132,6 +192,7 @@ class AgentContainerSerializer(serializers.Serializer):
     burst_seconds_total = _seconds("burst_seconds_total")
     psi_some_total_seconds = _seconds("psi_some_total_seconds")
     psi_full_total_seconds = _seconds("psi_full_total_seconds")
+    period_sample = AgentPeriodSampleSerializer(required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         periods, throttled = attrs.get("periods_total"), attrs.get("throttled_periods_total")
@@ -143,6 +204,26 @@ class AgentContainerSerializer(serializers.Serializer):
                     ]
                 }
             )
+        sample, period_us = attrs.get("period_sample"), attrs.get("period_us")
+        if sample is not None:
+            if period_us is None:
+                raise serializers.ValidationError(
+                    {"period_sample": ["period_sample needs the container's period_us: periods are what it counts."]}
+                )
+            # The kernel counts a period when its timer fires: at most one per period of the time polled, and the
+            # two partial periods at the ends.
+            most = math.floor(sample["seconds"] * 1_000_000 / period_us) + 2
+            if sample["periods"] > most:
+                raise serializers.ValidationError(
+                    {
+                        "period_sample": {
+                            "periods": [
+                                f"period_sample.periods {sample['periods']} is more than {most}, the periods of "
+                                f"{period_us} us that {sample['seconds']:g} s can hold."
+                            ]
+                        }
+                    }
+                )
         return attrs
 
 
@@ -163,6 +244,16 @@ class AgentPayloadSerializer(serializers.Serializer):
         child=AgentContainerSerializer(),
         max_length=MAX_CONTAINERS_PER_BATCH,
         error_messages={"max_length": f"containers holds at most {MAX_CONTAINERS_PER_BATCH} cgroups per batch."},
+    )
+    sampler_cpu_seconds = StrictFloatField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=MAX_PERIOD_SAMPLE_SECONDS,
+        error_messages={
+            m: f"sampler_cpu_seconds must be a number of seconds from 0 to {MAX_PERIOD_SAMPLE_SECONDS}, or null."
+            for m in ("invalid", "min_value", "max_value", "max_string_length")
+        },
     )
 
     def get_fields(self) -> dict[str, serializers.Field]:
@@ -194,6 +285,37 @@ class AgentPayloadSerializer(serializers.Serializer):
             )
         return value
 
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        sampled = [(i, c) for i, c in enumerate(attrs["containers"]) if c.get("period_sample") is not None]
+        if len(sampled) > MAX_SAMPLED_CONTAINERS:
+            raise serializers.ValidationError(
+                {"containers": [f"at most {MAX_SAMPLED_CONTAINERS} containers per batch carry a period_sample."]}
+            )
+        capacity = attrs["node"].get("capacity_mcpu")
+        cpus = math.ceil(capacity / 1000) if capacity else MAX_NODE_CPUS
+        for index, container in sampled:
+            # Throttled time sums over CPUs: in one period it cannot pass the period on every CPU of the node.
+            most_us = container["period_us"] * cpus
+            figures = container["period_sample"]["throttled_us"]
+            worst = max(figures, default=0)
+            if worst > most_us:
+                raise serializers.ValidationError(
+                    {
+                        "containers": {
+                            str(index): {  # a digit key: the error path reads containers[index]
+                                "period_sample": {
+                                    "throttled_us": [
+                                        f"period_sample.throttled_us[{figures.index(worst)}] = {worst} us is more "
+                                        f"than period_us × node CPUs ({container['period_us']} × {cpus} = {most_us} "
+                                        "us): no period waits longer than every CPU for all of it."
+                                    ]
+                                }
+                            }
+                        }
+                    }
+                )
+        return attrs
+
     def to_batch(self) -> AgentBatch:
         """The validated payload as the push service's plain values (call after is_valid())."""
         data = self.validated_data
@@ -219,13 +341,21 @@ class AgentPayloadSerializer(serializers.Serializer):
                     threads=c["threads"],
                     quota_us=c["quota_us"],
                     period_us=c["period_us"],
+                    period_sample=_period_sample(c.get("period_sample")),
                 )
                 for c in data["containers"]
             ),
             errors=tuple(data.get("errors", ())),
             cgroup_version=data["cgroup_version"],
             agent_version=data["agent_version"],
+            sampler_cpu_seconds=data.get("sampler_cpu_seconds"),
         )
+
+
+def _period_sample(data: dict[str, Any] | None) -> AgentPeriodSample | None:
+    if data is None:
+        return None
+    return AgentPeriodSample(seconds=data["seconds"], periods=data["periods"], throttled_us=data["throttled_us"])
 
 
 class UnmatchedSerializer(serializers.Serializer):
@@ -240,6 +370,7 @@ class PushResultSerializer(serializers.Serializer):
     accepted = serializers.IntegerField(help_text="Readings matched to a known container and stored (or duplicates).")
     samples_written = serializers.IntegerField()
     duplicates = serializers.IntegerField(help_text="Readings at or before the container's last stored instant.")
+    period_samples_written = serializers.IntegerField(help_text="Period samples of matched containers stored.")
     pod_level = serializers.IntegerField(help_text="Pod-level cgroups: counted, not stored.")
     sandboxes = serializers.IntegerField(help_text="Pod sandbox (pause) cgroups: counted, not stored.")
     unknown = UnmatchedSerializer(many=True, help_text="Cgroups that match no known container, with the reason.")

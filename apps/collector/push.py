@@ -8,6 +8,8 @@ container id) are counted and left out: readings are stored per container.
 
 The batch is then one telemetry ingest: node facts (kernel, CFS slice, cpufreq governor) and the matched readings, all
 at the agent's `collected_at`. Counter deltas, resets and duplicates are the ingest's job, as for every other source.
+The period samples of matched containers (the agent's few seconds of polling right after `collected_at`) are stored
+beside them, once per container and instant.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from django.utils import timezone
 
 from apps.clusters.models import Cluster, Container, Node, Pod
 from apps.telemetry.ingest import ingest
-from apps.telemetry.readings import Batch, CounterReading, NodeInfo
+from apps.telemetry.periods import store_period_samples
+from apps.telemetry.readings import Batch, CounterReading, NodeInfo, PeriodReading
 from apps.words import printable
 
 log = logging.getLogger(__name__)
@@ -44,6 +47,16 @@ class AgentNode:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentPeriodSample:
+    """A container's cpu.stat polled period by period for `seconds`: `periods` counted, and the throttled time (µs)
+    of each one that had some."""
+
+    seconds: float
+    periods: int
+    throttled_us: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class AgentSample:
     """One cgroup's cumulative counters as the agent read them (seconds, periods, threads); None = not reported."""
 
@@ -57,6 +70,7 @@ class AgentSample:
     threads: int | None = None
     quota_us: int | None = None
     period_us: int | None = None
+    period_sample: AgentPeriodSample | None = None  # only with period_us (the validation sees to it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +83,7 @@ class AgentBatch:
     errors: tuple[str, ...] = ()  # the agent's own read errors, one line per cgroup it could not read
     cgroup_version: int = 2
     agent_version: str = "1"
+    sampler_cpu_seconds: float | None = None  # CPU the agent spent on the period samples
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +100,7 @@ class PushResult:
     accepted: int = 0  # readings matched to a stored container and handed to the ingest
     samples_written: int = 0
     duplicates: int = 0  # readings at or before the container's last stored instant
+    period_samples_written: int = 0
     pod_level: int = 0  # pod cgroups: counted, not stored
     sandboxes: int = 0  # the pause container of a pod whose containers were all matched
     unknown: list[Unmatched] = field(default_factory=list)
@@ -125,8 +141,9 @@ def ingest_agent_batch(batch: AgentBatch, *, cluster: Cluster | None = None, now
     now = now or timezone.now()
     target = resolve_cluster(batch.node.name, cluster)
     result = PushResult(cluster=target.name, node=batch.node.name)
-    readings = _match(target, batch, result)
+    readings, period_readings = _match(target, batch, result)
     stored = ingest(target, Batch(nodes=[_node_info(target, batch.node)], readings=readings), now=now)
+    result.period_samples_written = store_period_samples(period_readings)
     result.accepted = len(readings)
     result.samples_written = stored.samples_written
     result.duplicates = stored.duplicates
@@ -138,6 +155,14 @@ def ingest_agent_batch(batch: AgentBatch, *, cluster: Cluster | None = None, now
             batch.node.name,
             len(batch.errors),
             printable(batch.errors[0]),  # the agent's own words: a newline in them would forge a log line
+        )
+    if batch.sampler_cpu_seconds is not None:
+        log.info(
+            "agent on %s/%s sampled %d container(s) period by period for %.3f s of its CPU",
+            target.name,
+            batch.node.name,
+            sum(1 for s in batch.samples if s.period_sample is not None),
+            batch.sampler_cpu_seconds,
         )
     return result
 
@@ -157,9 +182,9 @@ def _node_info(cluster: Cluster, node: AgentNode) -> NodeInfo:
     )
 
 
-def _match(cluster: Cluster, batch: AgentBatch, result: PushResult) -> list[CounterReading]:
-    """Readings for the samples whose container id is a stored container of `cluster`; the rest sorted into
-    pod-level, sandbox and unknown on `result`."""
+def _match(cluster: Cluster, batch: AgentBatch, result: PushResult) -> tuple[list[CounterReading], list[PeriodReading]]:
+    """Readings (and period samples) for the samples whose container id is a stored container of `cluster`; the
+    rest sorted into pod-level, sandbox and unknown on `result`."""
     container_samples = [s for s in batch.samples if s.container_id]
     result.pod_level = len(batch.samples) - len(container_samples)
     ids = {s.container_id for s in container_samples}
@@ -168,6 +193,7 @@ def _match(cluster: Cluster, batch: AgentBatch, result: PushResult) -> list[Coun
         for c in Container.objects.filter(pod__cluster=cluster, container_id__in=ids).select_related("pod")
     }
     readings: list[CounterReading] = []
+    period_readings: list[PeriodReading] = []
     matched_per_pod: dict[str, set[str]] = defaultdict(set)
     unmatched: list[AgentSample] = []
     for sample in container_samples:
@@ -198,9 +224,22 @@ def _match(cluster: Cluster, batch: AgentBatch, result: PushResult) -> list[Coun
                 node=batch.node.name,
             )
         )
+        periods = sample.period_sample
+        if periods is not None and sample.period_us is not None:
+            period_readings.append(
+                PeriodReading(
+                    container_id=container.pk,
+                    ts=batch.collected_at,
+                    seconds=periods.seconds,
+                    periods=periods.periods,
+                    throttled_us=periods.throttled_us,
+                    period_us=sample.period_us,
+                    quota_us=sample.quota_us,
+                )
+            )
     if unmatched:
         _sort_unmatched(cluster, unmatched, matched_per_pod, result)
-    return readings
+    return readings, period_readings
 
 
 def _sort_unmatched(

@@ -1,4 +1,5 @@
-"""The time series: raw samples (counters as read and the deltas computed at ingest), hourly rollups, series heads.
+"""The time series: raw samples (counters as read and the deltas computed at ingest), hourly rollups, series heads,
+and the node agent's period samples (one throttled-time figure per CFS period over a few seconds).
 
 On PostgreSQL `telemetry_sample` is a table partitioned by day on `ts` (see migration 0001 and partitions.ensure_partitions):
 retention drops whole partitions. On SQLite it is a plain table.
@@ -81,3 +82,29 @@ class SeriesHead(models.Model):
 
     def __str__(self) -> str:
         return f"head {self.container_id} @ {self.ts.isoformat()}"
+
+
+class PeriodSample(models.Model):
+    """A few seconds of one container polled period by period (the node agent's sampler, right after the collection
+    at `collected_at`): how many periods were counted and the throttled time of each period that had some."""
+
+    container = models.ForeignKey(
+        Container, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"
+    )
+    collected_at = models.DateTimeField()
+    seconds = models.FloatField()
+    periods = models.IntegerField()
+    # The quota and period in force while sampled: a figure only says what a limit adds against the quota it had.
+    period_us = models.IntegerField()
+    quota_us = models.BigIntegerField(null=True)
+    throttled_us = models.JSONField(help_text="Throttled µs of each period that had some; the other periods had none.")
+
+    class Meta:
+        # Re-pushing a batch stores its samples once; the (container, instant) index also serves the advisor's reads.
+        constraints = [
+            models.UniqueConstraint(fields=["container", "collected_at"], name="period_sample_unique_instant")
+        ]
+        indexes = [models.Index(fields=["collected_at"], name="period_sample_collected_at")]
+
+    def __str__(self) -> str:
+        return f"period sample {self.container_id} @ {self.collected_at.isoformat()}"

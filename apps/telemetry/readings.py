@@ -14,7 +14,7 @@ from datetime import datetime
 
 from apps.clusters.info import ContainerInfo, NodeInfo, PodInfo
 
-__all__ = ["Batch", "ContainerInfo", "CounterReading", "NodeInfo", "PodInfo"]
+__all__ = ["Batch", "ContainerInfo", "CounterReading", "NodeInfo", "PeriodReading", "PodInfo"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +33,19 @@ class CounterReading:
     period_us: int | None = None  # cpu.cfs_period_us as read, when the source reports it
     quota_us: int | None = None  # cpu.cfs_quota_us as read (None: no quota)
     node: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PeriodReading:
+    """A few seconds of one stored container polled period by period (the node agent's sampler), from `ts` on."""
+
+    container_id: int
+    ts: datetime
+    seconds: float
+    periods: int  # periods counted while polled
+    throttled_us: tuple[int, ...]  # the throttled time of each period that had some (at most `periods` entries)
+    period_us: int
+    quota_us: int | None
 
 
 @dataclass(slots=True)

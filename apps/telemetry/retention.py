@@ -1,4 +1,5 @@
-"""Retention: raw samples, rollups and pods not seen are kept for as long as the settings say, then dropped.
+"""Retention: raw samples (and the agent's period samples), rollups and pods not seen are kept for as long as the
+settings say, then dropped.
 
 Run twice, it drops nothing more.
 """
@@ -15,7 +16,7 @@ from django.utils import timezone
 
 from apps.clusters.models import Pod
 
-from .models import HourlyRollup, Sample
+from .models import HourlyRollup, PeriodSample, Sample
 from .partitions import ensure_partitions, forget_partition, list_partitions
 
 DELETE_BATCH = 5000
@@ -25,13 +26,15 @@ DELETE_BATCH = 5000
 class RetentionResult:
     partitions_dropped: list[str] = field(default_factory=list)
     samples_deleted: int = 0
+    period_samples_deleted: int = 0
     rollups_deleted: int = 0
     pods_deleted: int = 0
 
 
 def apply_retention(*, now: datetime | None = None) -> RetentionResult:
-    """Drop raw samples older than CPUTUNE_RETENTION_RAW_DAYS (whole partitions on PostgreSQL, bounded deletes elsewhere),
-    rollups older than CPUTUNE_RETENTION_ROLLUP_DAYS, and pods not seen for that long. Also makes tomorrow's partition.
+    """Drop raw samples older than CPUTUNE_RETENTION_RAW_DAYS (whole partitions on PostgreSQL, bounded deletes elsewhere)
+    and period samples as old (bounded deletes), rollups older than CPUTUNE_RETENTION_ROLLUP_DAYS, and pods not seen
+    for that long. Also makes tomorrow's partition.
     """
     now = now or timezone.now()
     result = RetentionResult()
@@ -47,6 +50,8 @@ def apply_retention(*, now: datetime | None = None) -> RetentionResult:
         ensure_partitions([now.date(), (now + timedelta(days=1)).date()])
     else:
         result.samples_deleted = _delete_in_batches(Sample.objects.filter(ts__lt=raw_cutoff), ("container_id", "ts"))
+    old_periods = PeriodSample.objects.filter(collected_at__lt=raw_cutoff)
+    result.period_samples_deleted = _delete_in_batches(old_periods, ("id",))
     rollup_cutoff = now - timedelta(days=settings.CPUTUNE_RETENTION_ROLLUP_DAYS)
     result.rollups_deleted = _delete_in_batches(HourlyRollup.objects.filter(hour__lt=rollup_cutoff), ("id",))
     stale = Pod.objects.filter(Q(last_seen__lt=rollup_cutoff) | Q(last_seen__isnull=True))

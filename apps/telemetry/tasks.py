@@ -22,6 +22,7 @@ def retention() -> dict:
     return {
         "partitions_dropped": result.partitions_dropped,
         "samples_deleted": result.samples_deleted,
+        "period_samples_deleted": result.period_samples_deleted,
         "rollups_deleted": result.rollups_deleted,
         "pods_deleted": result.pods_deleted,
     }

@@ -17,6 +17,7 @@ from apps.advisor.windows import (
     RollupRow,
     SampleRow,
     percentile,
+    period_throttled_us,
     summarize_rollups,
     summarize_window,
 )
@@ -361,3 +362,9 @@ def test_percentile_interpolates_between_ranks() -> None:
 def test_percentile_stays_within_the_values(values: list[float], q: float) -> None:
     values.sort()
     assert values[0] <= percentile(values, q) <= values[-1] or math.isclose(percentile(values, q), values[-1])
+
+
+def test_the_advisor_sees_one_figure_per_sampled_period_with_zeros_for_the_unthrottled():
+    assert period_throttled_us([(4, (30_000, 10)), (3, ())]) == (30_000.0, 10.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    assert period_throttled_us([]) is None
+    assert period_throttled_us([(0, ())]) is None

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import http.server
 import json
 import os
 import shutil
@@ -16,10 +15,8 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +24,7 @@ import pytest
 
 from agent import cputune_agent as agent
 from apps.telemetry import counters
+from tests.agent.conftest import IngestServer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cgroup"
 AGENT_FILE = Path(agent.__file__).resolve()
@@ -143,6 +141,11 @@ def test_invalid_counter_is_rejected_naming_the_file_and_the_line():
 def test_overflowed_counter_is_rejected_as_bad_input():
     with pytest.raises(agent.CgroupFormatError, match=r"18446744073709551615 is past 2\*\*53"):
         agent.parse_cpu_stat(fixture_text("v1-runc-overflow/cpu.stat"), "v1-runc-overflow/cpu.stat")
+
+
+@pytest.mark.parametrize(("throttled", "periods"), [(0, 0), (0, 10), (3, 10), (10, 10), (12, 10), (-1, 10), (5, -2)])
+def test_the_agent_s_throttle_ratio_is_telemetry_counters_one(throttled: int, periods: int):
+    assert agent.throttle_ratio(throttled, periods) == counters.throttle_ratio(throttled, periods)
 
 
 def test_cpu_stat_line_without_a_value_is_rejected():
@@ -897,64 +900,7 @@ def test_collected_at_is_iso_8601_utc(tmp_path: Path):
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Pushing to a real HTTP server on 127.0.0.1.
-
-
-@dataclass
-class Recorded:
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-
-@dataclass
-class IngestServer:
-    """A local HTTP server answering each POST with the next scripted status ("hang": never answer in time)."""
-
-    script: list[int | str] = field(default_factory=list)
-    requests: list[Recorded] = field(default_factory=list)
-    release: threading.Event = field(default_factory=threading.Event)
-    url: str = ""
-
-    def next_answer(self) -> int | str:
-        return self.script.pop(0) if self.script else 200
-
-
-@pytest.fixture
-def ingest_server() -> Iterator[IngestServer]:
-    state = IngestServer()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            state.requests.append(Recorded(self.path, dict(self.headers.items()), body))
-            answer = state.next_answer()
-            if answer == "hang":
-                state.release.wait(10)
-                return
-            status = int(answer)
-            reply = json.dumps({"accepted": status == 200}).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        yield state
-    finally:
-        state.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+# Pushing to a real HTTP server on 127.0.0.1 (tests/agent/conftest.py).
 
 
 def test_push_posts_the_payload_as_json_with_the_token_header(tmp_path: Path, ingest_server: IngestServer):
@@ -1122,3 +1068,90 @@ def test_main_refuses_options_that_would_never_push(option: str, value: str, cap
         agent.main(["--server", "http://127.0.0.1:9", "--token", "t", option, value])
     assert exited.value.code == 2
     assert f"{value!r} is not a positive" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Period sampling: the accounting and the choice (the sampler on a real throttled cgroup is in the real-cgroup file).
+
+
+@pytest.mark.parametrize(
+    ("new_periods", "new_throttled", "throttled_us", "expected"),
+    [
+        (1, 1, 80_000, [80_000]),  # the usual poll: one period counted, throttled, its time read whole
+        (1, 0, 0, [0]),
+        (3, 2, 5, [3, 2, 0]),  # a poll that missed periods: the throttled ones share the time
+        (2, 0, 100, [100, 0]),  # time with no throttled period counted: one period had it
+        (2, 2, 0, [0, 0]),
+        (2, 5, 10, [5, 5]),  # more throttled than counted (never from the kernel): capped at the periods
+        (0, 0, 50, []),  # no period counted: the time waits for the next one
+    ],
+)
+def test_a_poll_s_throttled_time_is_split_over_the_periods_it_saw(new_periods, new_throttled, throttled_us, expected):
+    figures = agent.split_throttled_us(new_periods, new_throttled, throttled_us)
+    assert figures == expected
+    assert sum(figures) == (throttled_us if new_periods else 0)
+
+
+def test_a_period_sample_is_sent_as_its_periods_and_the_figures_of_the_throttled_ones():
+    sample = agent.PeriodSample(5.0004, (0, 80_000, 0, 0, 79_500))
+    assert sample.summary() == {"seconds": 5.0, "periods": 5, "throttled_us": [80_000, 79_500]}
+
+
+def test_the_sampler_picks_the_most_throttled_since_the_previous_collection():
+    previous = {"a": (100, 10), "b": (100, 0), "c": (100, 50), "d": (100, 0), "reset": (900, 900)}
+    current = {
+        "a": (200, 40),  # 30 of 100: 0.30
+        "b": (200, 5),  # 0.05: not above 0.05
+        "c": (300, 190),  # 0.70
+        "d": (100, 0),  # no period since: no ratio
+        "reset": (10, 10),  # counters went back (a restart): no ratio across it
+        "new": (50, 50),  # first seen: nothing to compare with
+    }
+    assert agent.pick_throttled(current, previous, 0.05, 16) == ["c", "a"]
+    assert agent.pick_throttled(current, previous, 0.05, 1) == ["c"]
+    assert agent.pick_throttled(current, previous, 0.0, 16) == ["c", "a", "b"]
+    assert agent.pick_throttled(current, {}, 0.0, 16) == []
+
+
+def test_a_cgroup_that_is_gone_is_left_out_of_the_samples(tmp_path: Path):
+    gone = tmp_path / "gone"
+    write_files(gone, {"cpu.stat": "nr_periods 5\nnr_throttled 1\nthrottled_usec 10\n"})
+    stays = tmp_path / "stays"
+    write_files(stays, {"cpu.stat": "nr_periods 5\nnr_throttled 1\nthrottled_usec 10\n"})
+    shutil.rmtree(gone)
+    samples = agent.sample_periods({"gone": str(gone), "stays": str(stays)}, 0.05)
+    assert set(samples) == {"stays"}
+    assert samples["stays"].throttled_us == () and samples["stays"].seconds >= 0.05
+    summary = samples["stays"].summary()
+    assert (summary["periods"], summary["throttled_us"]) == (0, [])
+
+
+def test_collect_alone_never_samples(tmp_path: Path):
+    payload = agent.collect(cgroup_root_v2=str(build_v2_tree(tmp_path / "cgroup", "cgroupfs")), node_name="node-a")
+    assert "sampler_cpu_seconds" not in payload
+    assert all("period_sample" not in row for row in payload["containers"])
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            ["--interval", "4", "--period-sample-seconds", "5"],
+            "--period-sample-seconds 5 must be less than --interval 4",
+        ),
+        (["--interval", "60", "--period-sample-seconds", "31"], "--period-sample-seconds 31 is outside 0 to 30"),
+        (["--period-sample-above", "1"], "--period-sample-above 1 is not a throttle ratio"),
+        (["--period-sample-max", "65"], "--period-sample-max 65 is outside 1 to 64"),
+    ],
+)
+def test_main_refuses_period_sampling_it_cannot_do(options: list[str], message: str, caplog: pytest.LogCaptureFixture):
+    # --once: were the options let through, the agent would push once to a closed port and exit 1, not hang.
+    assert agent.main(["--server", "http://127.0.0.1:9", "--token", "t", "--once", "--attempts", "1", *options]) == 2
+    assert f"cannot start: {message}" in caplog.text
+
+
+def test_period_sampling_can_be_turned_off_and_then_fits_any_interval():
+    parser_options = {"server": "http://x", "token": "t", "interval": 1.0, "period_sample_seconds": 0.0}
+    options = agent.AgentOptions.from_mapping(parser_options)
+    assert options.period_sample_seconds == 0 and options.problem() is None
+    assert agent.AgentOptions.from_mapping({"server": "http://x", "token": "t"}).period_sample_seconds == 5.0

@@ -8,8 +8,10 @@ readings are checked against what the kernel must have done and against the proc
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -242,3 +244,90 @@ def test_a_failed_test_body_still_removes_its_cgroups_and_processes():
     for hierarchy in tree.hierarchies():
         assert not hierarchy.exists()
     assert burner.poll() is not None
+
+
+def start_throttled_burner(tree: KubeletLikeTree) -> None:
+    burner = tree.start_blocked_burner()
+    tree.move_into_container(burner.pid)
+    assert burner.stdin is not None
+    burner.stdin.write(b"go\n")
+    burner.stdin.flush()
+
+
+def test_the_period_sampler_accounts_for_every_period_and_microsecond_of_a_throttled_cgroup():
+    with kubelet_like_tree() as tree:
+        start_throttled_burner(tree)
+        time.sleep(0.3)
+        cpu_dir = str(tree.cpu_root / tree.relative_container)
+        before = agent.read_period_counters(cpu_dir)
+        cpu_before = time.thread_time()
+        samples = agent.sample_periods({"burner": cpu_dir}, 1.5)
+        sampler_cpu_s = time.thread_time() - cpu_before
+        after = agent.read_period_counters(cpu_dir)
+    assert before is not None and after is not None
+    sample = samples["burner"]
+    periods, throttled, throttled_us = (a - b for a, b in zip(after, before, strict=True))
+    figures = sample.throttled_us
+    print(
+        f"\nsampled {len(figures)} of {periods} periods in {sample.seconds:.3f} s: {sum(f > 0 for f in figures)} with "
+        f"throttled time ({throttled} throttled), {sum(figures)} of {throttled_us} us, sampler CPU {sampler_cpu_s:.4f} s"
+    )
+    assert 1.5 <= sample.seconds < 2.5
+    # The reads before and after bracket the sampler's own first and last: a period can only be missed in between.
+    missed = periods - len(figures)
+    assert 0 <= missed <= 2
+    assert len(figures) >= 10  # ~15 periods of 100 ms in 1.5 s
+    # Every microsecond the kernel added is in some period's figure, but for what a missed period had. One spinning
+    # thread waits about a period per period; a late period timer on this loaded machine can stretch a throttled
+    # stretch past that, never past the period on every CPU (the ingest's bound).
+    most_us = PERIOD_US * (os.cpu_count() or 1)
+    assert 0 <= throttled_us - sum(figures) <= missed * most_us
+    assert throttled - missed <= sum(f > 0 for f in figures) <= throttled
+    assert all(0 <= f <= most_us for f in figures)
+    # Alone it waits ~80 ms of each 100 ms period; other work on these shared cores can only make it wait less.
+    assert sum(f > 0 for f in figures) >= 3
+    # The poll costs far less than the time it polls (a cpu.stat read every 4 ms).
+    assert sampler_cpu_s < 0.25 * sample.seconds
+
+
+def test_the_agent_sends_period_samples_of_the_throttled_container_from_its_second_cycle(ingest_server):
+    with kubelet_like_tree() as tree:
+        start_throttled_burner(tree)
+        process = subprocess.Popen(
+            [
+                *(sys.executable, "-I", agent.__file__, "--server", ingest_server.url, "--token", "t"),
+                *("--cgroup-root", str(tree.cpu_root), "--node", "real-node", "--interval", "2"),
+                *("--period-sample-seconds", "1", "--period-sample-above", "0.5"),
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while len(ingest_server.requests) < 2 and time.monotonic() < deadline and process.poll() is None:
+                time.sleep(0.05)
+            process.send_signal(signal.SIGTERM)
+            status = process.wait(timeout=10)
+            stderr = process.stderr.read() if process.stderr else ""
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            if process.stderr:
+                process.stderr.close()
+    assert status == 0, stderr
+    first, second = (json.loads(r.body) for r in ingest_server.requests[:2])
+    # The first cycle has nothing to compare with: no sample, no sampler cost.
+    assert "sampler_cpu_seconds" not in first
+    assert all("period_sample" not in row for row in first["containers"])
+    rows = {(row["pod_uid"], row["container_id"]): row for row in second["containers"]}
+    assert "period_sample" not in rows[(tree.pod_uid, "")]  # pod cgroups are not stored, so not sampled
+    sample = rows[(tree.pod_uid, tree.container_id)]["period_sample"]
+    assert set(sample) == {"seconds", "periods", "throttled_us"}
+    assert 1.0 <= sample["seconds"] < 2.0
+    assert isinstance(sample["periods"], int) and 5 <= sample["periods"] <= 13  # ~10 periods of 100 ms in 1 s
+    most_us = PERIOD_US * (os.cpu_count() or 1)  # see the sampler's test above
+    assert all(isinstance(v, int) and 0 < v <= most_us for v in sample["throttled_us"]), sample
+    assert 3 <= len(sample["throttled_us"]) <= sample["periods"]
+    assert isinstance(second["sampler_cpu_seconds"], float) and 0 <= second["sampler_cpu_seconds"] < 0.25
+    assert "sampled 1 throttled container(s) period by period" in stderr
