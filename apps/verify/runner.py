@@ -2,8 +2,8 @@
 resolution, with a small request loop beside it whose response times are the latency a user of the container feels.
 
 The request loop is the lab's work loop (0.5 ms of CPU every 37 ms, 14m: small beside a 50m limit) in the same
-cgroup, so it waits whenever the container is throttled. cpu.stat is polled every few milliseconds; the kernel adds a period's throttled time when it
-refills the quota, the same moment nr_periods counts the period, so each new period's throttled time is read whole.
+cgroup, so it waits whenever the container is throttled. cpu.stat is read period by period with the node agent's own
+sampler (`sample_periods`), so the lab's evidence is what production's agent sends.
 """
 
 from __future__ import annotations
@@ -14,17 +14,18 @@ import math
 import os
 import select
 import subprocess
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.cputune_agent import parse_cpu_list
+from agent.cputune_agent import PeriodSample, parse_cpu_list, sample_periods
 from apps.lab import cgroups
-from apps.lab.cgroups import CgroupError, CpuController
+from apps.lab.cgroups import CpuController
 from apps.lab.workloads import REPO_ROOT, ParamValue, child_env, command_line, normalize_params, stop_child
-from apps.telemetry.counters import throttle_ratio, throttled_us_per_period
+from apps.telemetry.counters import throttle_ratio
 
 VERIFY_ROOT = "cputune-verify"
 REQUEST_WORK_MS = 0.5
@@ -163,40 +164,44 @@ def _read_run(
         raise RunError(f"the request loop did not start (exit status {requests.wait(timeout=10)})")
     time.sleep(0.5)  # the workload's processes have forked and joined by now
     relpath = name
-    first = last = cgroups.read_cpu_stat(cpu_dir)
+    first = cgroups.read_cpu_stat(cpu_dir)
     usage_first = usage_second = cgroups.read_usage_ns(controller, f"{VERIFY_ROOT}/{relpath}")
     started = next_second = time.monotonic()
     requests.stdin.write("go\n")
     requests.stdin.flush()
-    per_period: list[float] = []
     per_second: list[float] = []
     report = ""
     deadline = started + longest_s + 30  # a starved request can wait two periods on top of its own interval
-    while not report:
-        now = time.monotonic()
-        if now > deadline:
-            raise RunError("the request loop did not finish in time")
-        ready, _, _ = select.select([requests.stdout], [], [], _POLL_S)
-        if ready:
-            line = requests.stdout.readline()
-            if not line:
-                raise RunError(f"the request loop stopped before its report (exit {requests.wait(timeout=10)})")
-            if line.startswith("{"):
-                report = line
-        try:
-            stat = cgroups.read_cpu_stat(cpu_dir)
-        except (OSError, CgroupError) as exc:
-            raise RunError(f"cannot read {cpu_dir}/cpu.stat: {exc}") from None
-        new_periods = stat["nr_periods"] - last["nr_periods"]
-        if new_periods > 0:
-            # A poll that missed a period splits what it read evenly: rare at a 4 ms poll and a 100 ms period.
-            share = throttled_us_per_period(_throttled_us(stat) - _throttled_us(last), new_periods)
-            per_period.extend([share] * new_periods)
-            last = stat
-        if now - next_second >= 1.0:
-            usage = cgroups.read_usage_ns(controller, f"{VERIFY_ROOT}/{relpath}")
-            per_second.append((usage - usage_second) / 1e6 / (now - next_second))
-            usage_second, next_second = usage, now
+    # The node agent's own period sampler, in a thread until the request loop reports: the lab's per-period figures
+    # are read exactly as production's.
+    stop = threading.Event()
+    sampled: dict[str, PeriodSample] = {}
+    sampler = threading.Thread(
+        target=lambda: sampled.update(sample_periods({"run": cpu_dir}, longest_s + 30, _POLL_S, stop)), daemon=True
+    )
+    sampler.start()
+    try:
+        while not report:
+            now = time.monotonic()
+            if now > deadline:
+                raise RunError("the request loop did not finish in time")
+            ready, _, _ = select.select([requests.stdout], [], [], 0.05)
+            if ready:
+                line = requests.stdout.readline()
+                if not line:
+                    raise RunError(f"the request loop stopped before its report (exit {requests.wait(timeout=10)})")
+                if line.startswith("{"):
+                    report = line
+            if now - next_second >= 1.0:
+                usage = cgroups.read_usage_ns(controller, f"{VERIFY_ROOT}/{relpath}")
+                per_second.append((usage - usage_second) / 1e6 / (now - next_second))
+                usage_second, next_second = usage, now
+    finally:
+        stop.set()
+        sampler.join(timeout=10)
+    if "run" not in sampled:
+        raise RunError(f"cannot read {cpu_dir}/cpu.stat period by period")
+    per_period = [float(us) for us in sampled["run"].throttled_us]
     ended = time.monotonic()
     final = cgroups.read_cpu_stat(cpu_dir)
     usage_end = cgroups.read_usage_ns(controller, f"{VERIFY_ROOT}/{relpath}")
