@@ -49,7 +49,7 @@ class Run:
     usage_us: float
     period_throttled_us: tuple[float, ...]  # one per counted period
     usage_per_second_mcpu: tuple[float, ...]  # CPU used in each whole second
-    latency_ms: tuple[float, ...]  # wall time of each request
+    latency_ms: tuple[float, ...]  # each request's response time, from when it was due to when it was done
 
     @property
     def ratio(self) -> float | None:
@@ -205,7 +205,7 @@ def _read_run(
     ended = time.monotonic()
     final = cgroups.read_cpu_stat(cpu_dir)
     usage_end = cgroups.read_usage_ns(controller, f"{VERIFY_ROOT}/{relpath}")
-    latency = json.loads(report)["wall_ms"]
+    latency = json.loads(report)["response_ms"]
     return Run(
         seconds=ended - started,
         periods=final["nr_periods"] - first["nr_periods"],
