@@ -282,7 +282,9 @@ def test_the_period_sampler_accounts_for_every_period_and_microsecond_of_a_throt
     # stretch past that, never past the period on every CPU (the ingest's bound).
     most_us = PERIOD_US * (os.cpu_count() or 1)
     assert 0 <= throttled_us - sum(figures) <= missed * most_us
-    assert throttled - missed <= sum(f > 0 for f in figures) <= throttled
+    # The kernel unthrottles other CPUs' run queues asynchronously, so a throttled period's time can be read a poll
+    # after the period was counted and land with the next one: one period either way (seen once in CI).
+    assert abs(sum(f > 0 for f in figures) - throttled) <= missed + 1
     assert all(0 <= f <= most_us for f in figures)
     # Alone it waits ~80 ms of each 100 ms period; other work on these shared cores can only make it wait less.
     assert sum(f > 0 for f in figures) >= 3
