@@ -25,7 +25,9 @@ from common import ensure_database  # noqa: E402 - next to this script
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cputune.settings")
 os.environ.setdefault("DEBUG", "0")  # no query log: it would be part of what is measured
-os.environ.setdefault("SECRET_KEY", "benchmarks-only")
+os.environ.setdefault(
+    "SECRET_KEY", "benchmarks-only-not-secret-" + "b" * 40
+)  # outside DEBUG a key needs 50+ characters
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cputune_bench")
 
 
@@ -103,7 +105,7 @@ def main() -> None:
         ids = list(
             Sample.objects.filter(container__pod__cluster=cluster).values_list("container_id", flat=True).distinct()
         )
-        rows = [(cid, ts, 1, 0, 0.0, 1.0, 1, 60.0, 1, 0, 0.0, 1.0, False) for cid in ids]
+        rows = [(cid, ts, 1, 0, 0.0, 1.0, None, None, 1, 60.0, 1, 0, 0.0, 1.0, None, None, False) for cid in ids]
         from apps.telemetry.partitions import ensure_partitions
 
         ensure_partitions([ts.date()])

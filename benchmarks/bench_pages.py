@@ -102,7 +102,27 @@ def build(containers: int, days: int, end: datetime) -> None:
             for m in range(batch_start, min(minutes, batch_start + 6 * 60)):
                 ts = start + timedelta(minutes=m)
                 if m == 0:
-                    rows.append((cid, ts, 0, 0, 0.0, 0.0, 4 + i % 60, None, None, None, None, None, False))
+                    rows.append(
+                        (
+                            cid,
+                            ts,
+                            0,
+                            0,
+                            0.0,
+                            0.0,
+                            None,
+                            None,
+                            4 + i % 60,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            False,
+                        )
+                    )
                     continue
                 usage = usage_of(i, ts.hour)
                 d_throttled = round(600 * throttle_of(i, usage))
@@ -112,8 +132,8 @@ def build(containers: int, days: int, end: datetime) -> None:
                 throttled += d_throttled
                 throttled_s += d_throttled_s
                 usage_s += d_usage_s
-                rows.append((cid, ts, periods, throttled, throttled_s, usage_s, 4 + i % 60, 60.0, 600,
-                             d_throttled, d_throttled_s, d_usage_s, False))  # fmt: skip
+                rows.append((cid, ts, periods, throttled, throttled_s, usage_s, None, None, 4 + i % 60, 60.0, 600,
+                             d_throttled, d_throttled_s, d_usage_s, None, None, False))  # fmt: skip
             totals[key] = [periods, throttled, throttled_s, usage_s]
         with transaction.atomic():
             written += write_samples(rows)

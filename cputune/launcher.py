@@ -79,7 +79,8 @@ def main() -> int:
         # user, so two installs on one host took each other's.
         "web": [PY, "-m", "gunicorn", "cputune.wsgi", "-b", bind, "-w", "2", "--timeout", "60", "--access-logfile", "-",
                 "--control-socket", str(Path(env["CPUTUNE_DATA_DIR"]) / "gunicorn.ctl")],
-        "worker": [PY, "-m", "celery", "-A", "cputune", "worker", "-l", "info", "-c", "2", "--without-gossip",
+        # Under cputune.supervise: a worker that exits (a broker restart can stop it) is started again.
+        "worker": [PY, "-m", "cputune.supervise", PY, "-m", "celery", "-A", "cputune", "worker", "-l", "info", "-c", "2", "--without-gossip",
                    "--without-mingle", "--without-heartbeat"],
         "beat": [PY, "-m", "celery", "-A", "cputune", "beat", "-l", "info",
                  "-s", str(Path(env["CPUTUNE_DATA_DIR"]) / "celerybeat-schedule")],

@@ -7,11 +7,14 @@ Production sets DATABASE_URL (PostgreSQL) and REDIS_URL. `.env.example` lists ev
 from __future__ import annotations
 
 import os
+import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import dj_database_url
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -103,6 +106,13 @@ def secret_key(data_dir: Path, debug: bool) -> str:
     key_file = data_dir / "secret_key"
     if not key and key_file.is_file():
         key = key_file.read_text().strip()
+    if key and not debug and (len(key) < 50 or len(set(key)) < 5):
+        # Django's own rule (check --deploy, security.W009): a short or repetitive key can be guessed.
+        raise ImproperlyConfigured(
+            f"SECRET_KEY is too weak ({len(key)} characters, {len(set(key))} distinct): outside DEBUG it needs at "
+            "least 50 characters and 5 distinct ones. Generate one with "
+            '`python -c "import secrets; print(secrets.token_urlsafe(50))"`.'
+        )
     if key:
         return key
     if not debug:
@@ -129,6 +139,8 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served from this site: /api/docs/ works without internet
+    "axes",
+    "csp",
     "apps.clusters",
     "apps.telemetry",
     "apps.collector",
@@ -149,6 +161,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as axes requires: turns a login refused for lockout into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "cputune.urls"
@@ -181,6 +196,16 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Axes first: it refuses a locked-out username+IP before any password is checked. API tokens never pass through
+# authenticate(), so the API's token auth is not counted or locked by it.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("CPUTUNE_LOGIN_FAILURE_LIMIT", 5, minimum=1)  # wrong passwords per username and IP
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("CPUTUNE_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+# Per username and IP: one attacker cannot lock a user out from everywhere, nor one office's shared IP everyone.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard:overview"
 LOGOUT_REDIRECT_URL = "login"
@@ -215,6 +240,21 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("CPUTUNE_HSTS_INCLUDE_SUBDOMAINS")
 SECURE_HSTS_PRELOAD = env_bool("CPUTUNE_HSTS_PRELOAD")
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("CPUTUNE_BEHIND_TLS_PROXY") else None
 X_FRAME_OPTIONS = "DENY"
+# Every script and style from this site (plotly.js and Swagger UI are vendored); no inline script runs.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        # Plotly and Swagger UI set style attributes and add <style> elements as they draw; styles cannot run code.
+        "style-src": [SELF, UNSAFE_INLINE],
+        # Swagger UI's stylesheet draws its icons as data: SVGs.
+        "img-src": [SELF, "data:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    }
+}
 
 # --- Redis, broker and cache -------------------------------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -267,6 +307,16 @@ CPUTUNE_COLLECT_INTERVAL = env_int("CPUTUNE_COLLECT_INTERVAL", 60, minimum=5)  #
 CPUTUNE_RETENTION_RAW_DAYS = env_int("CPUTUNE_RETENTION_RAW_DAYS", 8, minimum=1)  # raw samples, dropped by day
 CPUTUNE_RETENTION_ROLLUP_DAYS = env_int("CPUTUNE_RETENTION_ROLLUP_DAYS", 90, minimum=1)  # hourly rollups
 CPUTUNE_THROTTLE_TARGET = env_float("CPUTUNE_THROTTLE_TARGET", 0.10, low=0.001, high=0.99)
+# Pushes per ingest token and node: the agent's default is 4 a minute plus retries (apps/api/throttles.py).
+CPUTUNE_INGEST_RATE = os.environ.get("CPUTUNE_INGEST_RATE", "30/min").strip()
+if not re.fullmatch(r"[1-9][0-9]*/(s|sec|m|min|h|hour|d|day)", CPUTUNE_INGEST_RATE):
+    raise ImproperlyConfigured(
+        f"CPUTUNE_INGEST_RATE={CPUTUNE_INGEST_RATE!r}: give pushes per node as N/min (or /s, /h)"
+    )
+# Seconds a reading or a stored series head may be ahead of this server's clock: readings beyond are refused, and a
+# head beyond (a clock that jumped ahead, then corrected) restarts its series instead of blocking it until real time
+# catches up (apps/telemetry/ingest.py).
+CPUTUNE_CLOCK_SKEW = env_int("CPUTUNE_CLOCK_SKEW", 300, minimum=1)
 CPUTUNE_NODE_TIMEOUT = env_int("CPUTUNE_NODE_TIMEOUT", 20, minimum=1)  # seconds for one kubelet scrape
 # Seconds between refreshes of the 24 h and 7 d findings (the 1 h ones follow every collection): with a week of
 # history they read 24 + 168 hourly rollups per container, most of a refresh's time (benchmarks/bench_storage.py).

@@ -1,7 +1,8 @@
 from django.contrib import admin
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import include, path
+from django.views.defaults import page_not_found
 
 
 @login_not_required
@@ -13,6 +14,18 @@ def healthz(request: HttpRequest) -> JsonResponse:
         cursor.execute("SELECT 1")
     return JsonResponse({"status": "ok"})
 
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A path no route matches: JSON under /api/ (a bot parses the answer, as it does every other API error), the
+    site's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(
+            {"detail": "No API endpoint at this path: the endpoints are listed at /api/docs/."}, status=404
+        )
+    return page_not_found(request, exception)
+
+
+handler404 = not_found
 
 urlpatterns = [
     path("admin/", admin.site.urls),

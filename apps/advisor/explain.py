@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from apps.advisor.cfs import DEFAULT_SLICE_US, quota_shape, throttled_response
 from apps.advisor.facts import ContainerFacts, Policy, Recommendation, format_mcpu, format_ms, format_ratio
+from apps.advisor.pressure import pressure_of
 from apps.advisor.rules import data_shortfalls
 from apps.clusters.kubelet import quota_us_from_limit_mcpu, shares_from_request_mcpu
 from apps.words import plural
@@ -202,6 +203,7 @@ def explain_paragraphs(
         usage = _usage_paragraph(facts)
         if usage:
             paragraphs.append(usage)
+        paragraphs.append(pressure_of(facts.window).note)
     if recommendations:
         for recommendation in recommendations:
             paragraphs.append(f"Why {recommendation.kind.replace('_', ' ')}: {recommendation.detail}")

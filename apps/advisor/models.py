@@ -39,6 +39,8 @@ class Finding(models.Model):
     usage_max_mcpu = models.FloatField(null=True)
     throttle_ratio = models.FloatField(null=True)
     throttled_seconds_per_second = models.FloatField(null=True)
+    pressure_waiting_per_second = models.FloatField(null=True, help_text="CPU pressure (PSI some), s per s.")
+    pressure_stalled_per_second = models.FloatField(null=True, help_text="CPU pressure (PSI full), s per s.")
     periods = models.BigIntegerField(null=True)
     throttled_periods = models.BigIntegerField(null=True)
     threads = models.IntegerField(null=True)

@@ -37,6 +37,7 @@ from apps.advisor.facts import (
     usage_high_mcpu,
     usage_typical_mcpu,
 )
+from apps.advisor.pressure import pressure_of
 from apps.advisor.request_rules import add_threads, lower_request, set_request
 from apps.advisor.vocabulary import SEVERITY_RANK, THROTTLING_KINDS, Kind, Severity
 from apps.clusters.kubelet import (
@@ -441,6 +442,8 @@ def advise(facts: ContainerFacts, policy: Policy) -> tuple[Recommendation, ...]:
     plan = _one_value_each([row for row in rows if row is not None])
     if plan:
         note = _qos_note(facts, plan)
+        if throttled and (pressure := pressure_of(facts.window)).status == "measured":
+            note = f"{note} {pressure.note}".strip()  # the impact of the throttling the plan addresses
         if note:
             plan[0] = replace(plan[0], detail=f"{plan[0].detail} {note}")
     return tuple(plan)

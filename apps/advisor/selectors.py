@@ -18,6 +18,7 @@ from apps.clusters.models import Cluster
 from .explain import explain_paragraphs
 from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
+from .pressure import Pressure, pressure_of
 from .rules import ContainerFacts, Policy, Recommendation, Shortfall, data_shortfalls
 from .services import next_refresh_at, policy_from_settings
 from .snippets import kubectl_command
@@ -52,6 +53,9 @@ REPORT_FIELDS = (
     "window_start",
     "window_end",
     "recommendations",
+    "pressure_waiting_per_second",
+    "pressure_stalled_per_second",
+    "pressure_status",
 )
 
 # Recommendations CSV (page and API): one row per (container, recommendation), in this order. Columns are a contract:
@@ -81,6 +85,8 @@ RECOMMENDATION_FIELDS = (
     "kubectl_command",
     "expected_throttle_ratio_max",
     "expected_basis",
+    "pressure_waiting_per_second",
+    "pressure_status",
 )
 
 RECOMMENDATION_KEYS = (
@@ -207,11 +213,35 @@ def window_coverage(
     return coverage_from(window, qs.aggregate(**coverage_aggregates()))
 
 
+def finding_pressure(finding: Finding) -> Pressure:
+    """The finding's CPU pressure as pressure_of judges it (zeros on a throttled container are not figures)."""
+    return pressure_of(
+        WindowSummary(
+            window_start=finding.window_start,
+            window_end=finding.window_end,
+            periods=finding.periods,
+            throttled_periods=finding.throttled_periods,
+            throttle_ratio=finding.throttle_ratio,
+            throttled_seconds_per_second=finding.throttled_seconds_per_second,
+            usage_avg_mcpu=None,
+            usage_p95_mcpu=None,
+            usage_p99_mcpu=None,
+            usage_max_mcpu=None,
+            threads_max=None,
+            samples=finding.samples,
+            covered_seconds=finding.covered_seconds,
+            pressure_waiting_per_second=finding.pressure_waiting_per_second,
+            pressure_stalled_per_second=finding.pressure_stalled_per_second,
+        )
+    )
+
+
 def report_row(finding: Finding) -> dict[str, Any]:
     """One report row with the contract's field names; unknown numbers are None, never 0."""
     container = finding.container
     pod = container.pod
     node = pod.node
+    pressure = finding_pressure(finding)
     return {
         "cluster": finding.cluster.name,
         "namespace": finding.namespace,
@@ -241,6 +271,9 @@ def report_row(finding: Finding) -> dict[str, Any]:
         "window_end": finding.window_end,
         # In contract key order: PostgreSQL's jsonb gives keys back in its own order.
         "recommendations": [{key: rec.get(key) for key in RECOMMENDATION_KEYS} for rec in finding.recommendations],
+        "pressure_waiting_per_second": _round(pressure.waiting_per_second, 4),
+        "pressure_stalled_per_second": _round(pressure.stalled_per_second, 4),
+        "pressure_status": pressure.status,
     }
 
 
@@ -285,6 +318,8 @@ def recommendation_rows(rows: Iterable[Finding]) -> Iterator[dict[str, Any]]:
                 "kubectl_command": command[0] if command is not None else None,
                 "expected_throttle_ratio_max": rec.get("expected_throttle_ratio_max"),
                 "expected_basis": rec.get("expected_basis"),
+                "pressure_waiting_per_second": base["pressure_waiting_per_second"],
+                "pressure_status": base["pressure_status"],
             }
 
 
@@ -335,6 +370,8 @@ def container_facts(finding: Finding) -> ContainerFacts:
         lifetime=finding.lifetime,
         gaps_ignored=finding.gaps_ignored,
         usage_active_mcpu=finding.usage_active_mcpu,
+        pressure_waiting_per_second=finding.pressure_waiting_per_second,
+        pressure_stalled_per_second=finding.pressure_stalled_per_second,
     )
     facts = ContainerFacts(
         window=summary,

@@ -307,12 +307,36 @@ def _summaries(statics: dict[int, _Static], window: str, start: datetime, end: d
     rollups_by: dict[int, list[RollupRow]] = defaultdict(list)
     first_hour = start.replace(minute=0, second=0, microsecond=0)
     for chunk in _chunks(ids, 2000):
-        for cid, hour, covered, samples, periods, throttled, throttled_s, usage_s, p95, mx, threads in rollup_rows(
-            chunk, first_hour
-        ):
+        for (
+            cid,
+            hour,
+            covered,
+            samples,
+            periods,
+            throttled,
+            throttled_s,
+            usage_s,
+            p95,
+            mx,
+            threads,
+            waiting,
+            stalled,
+        ) in rollup_rows(chunk, first_hour):
             rollups_by[cid].append(
                 RollupRow(
-                    _aware(hour), covered, samples, periods, throttled, throttled_s, usage_s, p95, mx, None, threads
+                    _aware(hour),
+                    covered,
+                    samples,
+                    periods,
+                    throttled,
+                    throttled_s,
+                    usage_s,
+                    p95,
+                    mx,
+                    None,
+                    threads,
+                    waiting,
+                    stalled,
                 )
             )
     for cid, rollups in rollups_by.items():
@@ -374,6 +398,8 @@ class FindingRow(NamedTuple):
     usage_active_mcpu: float | None
     node_total_shares: int | None
     expected_curve: list[list[float]]
+    pressure_waiting_per_second: float | None
+    pressure_stalled_per_second: float | None
 
 
 FINDING_COLUMNS = FindingRow._fields
@@ -478,6 +504,8 @@ def _finding_row(
         usage_active_mcpu=summary.usage_active_mcpu,
         node_total_shares=facts.node_total_shares,
         expected_curve=[[limit, ratio] for limit, ratio in curve],
+        pressure_waiting_per_second=summary.pressure_waiting_per_second,
+        pressure_stalled_per_second=summary.pressure_stalled_per_second,
     )
 
 

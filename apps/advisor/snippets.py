@@ -1,11 +1,15 @@
-"""Copyable changes for a recommendation: a `kubectl set resources` command and the manifest's resources block.
+"""Copyable changes for a recommendation: a `kubectl set resources` command, the manifest's resources block and,
+where the cluster allows it, an in-place resize of the running pod.
 
 Pure Python (no Django): the pod page shows them and the recommendations CSV carries the command, from one function.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import yaml
@@ -97,3 +101,88 @@ def resource_change(
     # safe_dump quotes any name YAML would read as something else (a number, `null`, `yes`).
     snippet = yaml.safe_dump([{"name": container, "resources": resources}], sort_keys=False, indent=2)
     return ResourceChange(kubectl=kubectl, yaml=snippet.rstrip("\n"), target=target)
+
+
+# In-place resize of a running pod's CPU (`kubectl patch pod … --subresource resize`): beta and on by default from
+# Kubernetes 1.33, GA in 1.35 (KEP-1287). The API refuses a resize that would change the pod's QoS class.
+IN_PLACE_RESIZE_SINCE = (1, 33)
+_KUBERNETES_VERSION = re.compile(r"v?(\d+)\.(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class InPlaceResize:
+    kubectl: str | None  # the patch line; None when the pod cannot be resized in place, and `why_not` says why
+    why_not: str | None = None
+
+
+def kubernetes_version(text: str) -> tuple[int, int] | None:
+    """(major, minor) of a kubelet version string such as "v1.34.1" or "v1.33.2-eks-1234"; None when unreadable."""
+    match = _KUBERNETES_VERSION.match(text.strip())
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def in_place_resize(
+    *,
+    namespace: str,
+    pod: str,
+    container: str,
+    request_mcpu: int | None,
+    limit_mcpu: int | None,
+    kubelet_version: str,
+    qos_class: str,
+    containers: Sequence[tuple[str, int | None, int | None]],
+) -> InPlaceResize | None:
+    """The resize that applies the suggestion to the running pod now, or why there is none; None when nothing
+    changes. `containers` are every container of the pod as (name, CPU request, CPU limit) in millicores."""
+    if request_mcpu is None and limit_mcpu is None:
+        return None
+    version = kubernetes_version(kubelet_version)
+    if version is None or version < IN_PLACE_RESIZE_SINCE:
+        running = f"its node runs {kubelet_version}" if kubelet_version else "its node's Kubernetes version is unknown"
+        return InPlaceResize(None, f"in-place resize needs Kubernetes 1.33 or later; {running}")
+    why_not = _qos_change(qos_class, containers, container, request_mcpu, limit_mcpu)
+    if why_not:
+        return InPlaceResize(None, why_not)
+    resources: dict[str, dict[str, str]] = {}
+    if request_mcpu is not None:
+        resources["requests"] = {"cpu": cpu_quantity(request_mcpu)}
+    if limit_mcpu is not None:
+        resources["limits"] = {"cpu": cpu_quantity(limit_mcpu)}
+    patch = json.dumps({"spec": {"containers": [{"name": container, "resources": resources}]}}, separators=(",", ":"))
+    parts = ["kubectl", "patch", "pod", pod, "-n", namespace, "--subresource", "resize", "--patch", patch]
+    return InPlaceResize(shlex.join(parts))
+
+
+def _qos_change(
+    qos_class: str,
+    containers: Sequence[tuple[str, int | None, int | None]],
+    container: str,
+    request_mcpu: int | None,
+    limit_mcpu: int | None,
+) -> str | None:
+    """Why the change could alter the pod's QoS class (so the API would refuse the resize), or None when it cannot.
+    Only CPU is known here: a change that could make the pod Guaranteed, if its memory allowed, counts as a change."""
+    after = [
+        (name, request_mcpu if name == container and request_mcpu is not None else req,
+         limit_mcpu if name == container and limit_mcpu is not None else lim)
+        for name, req, lim in containers
+    ]  # fmt: skip
+    if qos_class == "BestEffort":
+        return "the pod is BestEffort: any CPU request or limit makes it Burstable, and a resize cannot change the QoS class"
+    if qos_class == "Guaranteed":
+        unequal = [name for name, req, lim in after if lim is None or (req if req is not None else lim) != lim]
+        if unequal:
+            return (
+                f"the pod is Guaranteed (every request equals its limit): this change leaves {', '.join(unequal)} "
+                "with a CPU request unlike its limit, which would make it Burstable, and a resize cannot change the QoS "
+                "class; change the template instead, or set request and limit to the same value"
+            )
+        return None
+    if qos_class == "Burstable":
+        if after and all(lim is not None and req == lim for _, req, lim in after):
+            return (
+                "after this change every container's CPU request equals its limit, which can make the pod Guaranteed "
+                "(if its memory does the same), and a resize cannot change the QoS class; change the template instead"
+            )
+        return None
+    return "the pod's QoS class is unknown, and a resize that changed it would be refused"

@@ -45,6 +45,8 @@ class SampleRow(NamedTuple):
     periods_total: int | None = None
     throttled_periods_total: int | None = None
     usage_seconds_total: float | None = None
+    pressure_waiting_seconds_delta: float | None = None  # PSI cpu "some" time in the interval
+    pressure_stalled_seconds_delta: float | None = None  # PSI cpu "full"
 
 
 class RollupRow(NamedTuple):
@@ -64,6 +66,8 @@ class RollupRow(NamedTuple):
     usage_max_mcpu: float | None
     usage_p99_mcpu: float | None = None
     threads_max: int | None = None
+    pressure_waiting_seconds: float | None = None
+    pressure_stalled_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,10 @@ class WindowSummary:
     lifetime: bool = False  # True: counters since the container started, from a single reading
     gaps_ignored: int = 0  # rows dropped for an interval longer than max_gap_intervals × expected
     usage_active_mcpu: float | None = None  # lifetime only: usage ÷ (nr_periods × period), CPU while it ran
+    # CPU pressure (PSI) per second of the intervals that reported it: waiting = some task runnable and not running,
+    # stalled = all of them. None where the source has no pressure.
+    pressure_waiting_per_second: float | None = None
+    pressure_stalled_per_second: float | None = None
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -112,6 +120,9 @@ class _Sums(NamedTuple):
     usage_seconds: float
     usage_span: float
     usage_rates: list[float]  # CPU per second of each used row, unsorted
+    waiting_seconds: float
+    stalled_seconds: float
+    pressure_span: float
     threads_max: int  # 0 when unknown
     samples: int
     covered_seconds: float
@@ -128,6 +139,7 @@ def _sum_rows(rows: Sequence[SampleRow], max_interval_s: float) -> _Sums:
     usage_seconds = 0.0
     usage_span = 0.0
     usage_rates: list[float] = []
+    waiting_seconds = stalled_seconds = pressure_span = 0.0
     append_rate = usage_rates.append  # bound once: this loop runs millions of times per advisor pass
     threads_max = 0
     samples = 0
@@ -136,7 +148,20 @@ def _sum_rows(rows: Sequence[SampleRow], max_interval_s: float) -> _Sums:
 
     # Tuple unpacking is the cheapest way to read a named tuple's fields in CPython 3.11 (a column-wise pass with
     # zip/min/sum measured no faster: transposing the rows costs as much as the loop).
-    for ts, interval, periods_delta, throttled_delta, throttled_delta_s, usage_delta, threads, _, _, _ in rows:
+    for (
+        ts,
+        interval,
+        periods_delta,
+        throttled_delta,
+        throttled_delta_s,
+        usage_delta,
+        threads,
+        _,
+        _,
+        _,
+        waiting,
+        stalled,
+    ) in rows:
         if threads is not None and threads > threads_max:
             threads_max = threads
         if interval is None:
@@ -165,6 +190,12 @@ def _sum_rows(rows: Sequence[SampleRow], max_interval_s: float) -> _Sums:
             usage_seconds += usage_delta
             usage_span += interval
             append_rate(usage_delta / interval)
+        if waiting is not None:
+            if waiting < 0:
+                raise ValueError(f"negative CPU pressure delta {waiting} in the row at {ts.isoformat()}")
+            waiting_seconds += waiting
+            stalled_seconds += stalled or 0.0
+            pressure_span += interval
 
     return _Sums(
         periods=periods,
@@ -175,6 +206,9 @@ def _sum_rows(rows: Sequence[SampleRow], max_interval_s: float) -> _Sums:
         usage_seconds=usage_seconds,
         usage_span=usage_span,
         usage_rates=usage_rates,
+        waiting_seconds=waiting_seconds,
+        stalled_seconds=stalled_seconds,
+        pressure_span=pressure_span,
         threads_max=threads_max,
         samples=samples,
         covered_seconds=covered_seconds,
@@ -256,6 +290,8 @@ def summarize_window(
         samples=samples,
         covered_seconds=sums.covered_seconds,
         gaps_ignored=gaps,
+        pressure_waiting_per_second=sums.waiting_seconds / sums.pressure_span if sums.pressure_span else None,
+        pressure_stalled_per_second=sums.stalled_seconds / sums.pressure_span if sums.pressure_span else None,
     )
 
 
@@ -316,6 +352,7 @@ def summarize_rollups(rollups: Iterable[RollupRow], window_start: datetime, wind
     periods = throttled_periods = 0
     have_periods = False
     throttled_seconds = throttled_span = usage_seconds = usage_span = covered = 0.0
+    waiting_seconds = stalled_seconds = pressure_span = 0.0
     samples = 0
     threads_max = 0
     hourly_p95: list[float] = []
@@ -340,6 +377,10 @@ def summarize_rollups(rollups: Iterable[RollupRow], window_start: datetime, wind
         if rollup.usage_seconds is not None:
             usage_seconds += rollup.usage_seconds
             usage_span += rollup.covered_seconds
+        if rollup.pressure_waiting_seconds is not None:
+            waiting_seconds += rollup.pressure_waiting_seconds
+            stalled_seconds += rollup.pressure_stalled_seconds or 0.0
+            pressure_span += rollup.covered_seconds
         if rollup.usage_p95_mcpu is not None:
             hourly_p95.append(rollup.usage_p95_mcpu)
         if rollup.usage_p99_mcpu is not None:
@@ -364,4 +405,6 @@ def summarize_rollups(rollups: Iterable[RollupRow], window_start: datetime, wind
         threads_max=threads_max or None,
         samples=samples,
         covered_seconds=covered,
+        pressure_waiting_per_second=waiting_seconds / pressure_span if pressure_span else None,
+        pressure_stalled_per_second=stalled_seconds / pressure_span if pressure_span else None,
     )

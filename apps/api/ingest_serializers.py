@@ -14,7 +14,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.collector.push import AgentBatch, AgentNode, AgentPeriodSample, AgentSample
-from apps.telemetry.counters import MAX_SANE
+from apps.telemetry.counters import MAX_SANE, consistency_problem
 
 from .serializers import QOS_CLASSES, Iso8601Field
 
@@ -196,14 +196,8 @@ class AgentContainerSerializer(serializers.Serializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         periods, throttled = attrs.get("periods_total"), attrs.get("throttled_periods_total")
-        if periods is not None and throttled is not None and throttled > periods:
-            raise serializers.ValidationError(
-                {
-                    "throttled_periods_total": [
-                        f"throttled_periods_total {throttled} is more than periods_total {periods}."
-                    ]
-                }
-            )
+        if periods is not None and throttled is not None and (problem := consistency_problem(periods, throttled)):
+            raise serializers.ValidationError({"throttled_periods_total": [f"{problem}."]})
         sample, period_us = attrs.get("period_sample"), attrs.get("period_us")
         if sample is not None:
             if period_us is None:
@@ -338,6 +332,8 @@ class AgentPayloadSerializer(serializers.Serializer):
                     throttled_periods_total=c["throttled_periods_total"],
                     throttled_seconds_total=c["throttled_seconds_total"],
                     usage_seconds_total=c["usage_seconds_total"],
+                    pressure_waiting_seconds_total=c.get("psi_some_total_seconds"),
+                    pressure_stalled_seconds_total=c.get("psi_full_total_seconds"),
                     threads=c["threads"],
                     quota_us=c["quota_us"],
                     period_us=c["period_us"],

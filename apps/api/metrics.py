@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 
 from apps.advisor.models import Window
+from apps.advisor.pressure import reads_zero_while_throttled
+from apps.clusters.visibility import EVERYTHING, Visibility
 
 from .selectors import collection_health, metric_findings
 
@@ -24,8 +26,9 @@ class CputuneCollector:
     series (and end the old one) each time the advice changes.
     """
 
-    def __init__(self, window: str = Window.HOUR) -> None:
+    def __init__(self, window: str = Window.HOUR, visibility: Visibility = EVERYTHING) -> None:
         self.window = window
+        self.visibility = visibility
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         ratio = GaugeMetricFamily(
@@ -54,6 +57,12 @@ class CputuneCollector:
             "The container's CPU request, in millicores.",
             labels=CONTAINER_LABELS,
         )
+        waiting_family = GaugeMetricFamily(
+            "cputune_container_cpu_pressure_waiting_ratio",
+            f"Share of the time some task of the container waited for CPU (PSI some) over the {self.window} window "
+            "(0-1); absent where pressure is not collected or reads 0 on a throttled container (not measured).",
+            labels=CONTAINER_LABELS,
+        )
         for (
             cluster,
             namespace,
@@ -64,7 +73,9 @@ class CputuneCollector:
             p95,
             limit_mcpu,
             request_mcpu,
-        ) in metric_findings(self.window):
+            waiting,
+            throttled_s,
+        ) in metric_findings(self.window, self.visibility):
             labels = [cluster, namespace, pod, container]
             if ratio_value is not None:
                 ratio.add_metric(labels, ratio_value)
@@ -80,7 +91,9 @@ class CputuneCollector:
                 limit.add_metric(labels, limit_mcpu)
             if request_mcpu is not None:
                 request.add_metric(labels, request_mcpu)
-        yield from (ratio, advice, usage, limit, request)
+            if waiting is not None and not reads_zero_while_throttled(waiting, throttled_s):
+                waiting_family.add_metric(labels, waiting)
+        yield from (ratio, advice, usage, limit, request, waiting_family)
         yield from self._health()
 
     def _health(self) -> Iterator[GaugeMetricFamily]:
@@ -99,7 +112,7 @@ class CputuneCollector:
             "Wall time of the last finished collection run, in seconds.",
             labels=["cluster"],
         )
-        for health in collection_health():
+        for health in collection_health(self.visibility):
             if health.last_success is not None:
                 last_success.add_metric([health.cluster], health.last_success.timestamp())
             if health.last_run_nodes_ok is not None:

@@ -7,6 +7,8 @@ import hashlib
 from django.conf import settings
 from django.db import models
 
+NAMESPACES_MAX_LENGTH = 2000
+
 
 def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
@@ -25,15 +27,27 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)
-    # An ingest token bound to a cluster pushes into that cluster only; unbound, the agent's node name picks the
-    # cluster. Deleting the cluster deletes its tokens rather than silently unbinding them.
+    # Every ingest token belongs to one cluster and pushes there only (a token made before that rule, with no
+    # cluster, is refused). Deleting the cluster deletes its tokens rather than silently unbinding them.
     cluster = models.ForeignKey(
         "clusters.Cluster",
         null=True,
         blank=True,
         on_delete=models.CASCADE,
         related_name="api_tokens",
-        help_text="Ingest tokens only: the cluster the node agents using this token belong to.",
+        help_text="Ingest tokens: the cluster their node agents push into (required). Read tokens: the one cluster "
+        "they may read (empty: every cluster their user may read).",
+    )
+    node_name = models.CharField(
+        max_length=253,
+        blank=True,
+        help_text="Ingest tokens, optional: the one node that may push with this token (empty: any node of the cluster).",
+    )
+
+    namespaces = models.CharField(
+        max_length=NAMESPACES_MAX_LENGTH,
+        blank=True,
+        help_text="Read tokens, optional: the namespaces they may read, comma-separated (empty: all their user may).",
     )
 
     class Meta:
@@ -42,6 +56,10 @@ class ApiToken(models.Model):
     def __str__(self) -> str:
         state = "revoked" if self.revoked_at else self.scope
         return f"{self.prefix}… ({self.user}, {state})"
+
+    @property
+    def namespace_list(self) -> list[str]:
+        return [ns for ns in (part.strip() for part in self.namespaces.split(",")) if ns]
 
     @property
     def is_active(self) -> bool:

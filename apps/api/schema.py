@@ -45,4 +45,8 @@ class ApiSchema(AutoSchema):
 
 
 class IngestSchema(ApiSchema):
-    extra_errors = {"413": "The body is larger than the ingest limit."}
+    extra_errors = {
+        "403": "Not an ingest token, or the token has no cluster, or it is bound to another node than the body names.",
+        "413": "The body is larger than the ingest limit.",
+        "429": "More pushes from this token and node than CPUTUNE_INGEST_RATE allows; Retry-After says when to retry.",
+    }

@@ -17,6 +17,7 @@ from django.utils import timezone
 from apps.advisor.models import Finding, Window
 from apps.advisor.selectors import Coverage, findings, recommendation_rows, report_row, window_coverage
 from apps.clusters.models import Cluster, Container, Node, Pod
+from apps.clusters.visibility import EVERYTHING, Visibility
 from apps.collector.models import CollectionRun
 from apps.telemetry.selectors import container_series
 
@@ -39,6 +40,7 @@ def pod_named(cluster: Cluster, namespace: str, name: str) -> Pod | None:
 _ORDER_COLUMNS = {
     "throttle_ratio": "throttle_ratio",
     "throttled_seconds_per_second": "throttled_seconds_per_second",
+    "pressure_waiting_per_second": "pressure_waiting_per_second",
     "usage_p95_mcpu": "usage_p95_mcpu",
     "usage_avg_mcpu": "usage_avg_mcpu",
     "request_mcpu": "container__request_mcpu",
@@ -63,9 +65,9 @@ def order_findings(queryset: QuerySet[Finding], ordering: str | None) -> QuerySe
     return queryset.order_by(key, *_TIE_BREAK)
 
 
-def nodes(cluster: Cluster) -> QuerySet[Node]:
-    """The cluster's nodes by name, each with `pod_count` (pods last seen on it)."""
-    return Node.objects.filter(cluster=cluster).annotate(pod_count=Count("pods")).order_by("name")
+def nodes(cluster: Cluster, visibility: Visibility = EVERYTHING) -> QuerySet[Node]:
+    """The cluster's nodes the viewer sees, by name, each with `pod_count` (pods last seen on it)."""
+    return visibility.nodes(cluster.pk).order_by("name")
 
 
 def namespace_rows(cluster: Cluster, *, window: str, throttle_target: float) -> list[dict[str, Any]]:
@@ -228,9 +230,16 @@ class RecommendationRows(Sequence[dict[str, Any]]):
     """
 
     def __init__(
-        self, clusters: Sequence[Cluster], *, window: str, namespace: str | None = None, kind: str | None = None
+        self,
+        clusters: Sequence[Cluster],
+        *,
+        window: str,
+        namespace: str | None = None,
+        kind: str | None = None,
+        visibility: Visibility = EVERYTHING,
     ) -> None:
         self.clusters = list(clusters)
+        self.visibility = visibility
         self.window = window
         self.namespace = namespace
         self.kind = kind
@@ -238,7 +247,9 @@ class RecommendationRows(Sequence[dict[str, Any]]):
 
     def _querysets(self) -> Iterator[QuerySet[Finding]]:
         for cluster in self.clusters:
-            yield findings(cluster, window=self.window, namespace=self.namespace, kind=self.kind)
+            yield self.visibility.filter(
+                findings(cluster, window=self.window, namespace=self.namespace, kind=self.kind)
+            )
 
     def _rows_of(self, finding_kinds: str) -> int:
         kinds = _kinds(finding_kinds)
@@ -299,12 +310,12 @@ _FINDING_RELATED = ("container", "container__pod", "container__pod__node", "clus
 # --- /metrics -------------------------------------------------------------------------------------------------------
 
 
-def metric_findings(window: str = Window.HOUR) -> Iterator[tuple[Any, ...]]:
+def metric_findings(window: str = Window.HOUR, visibility: Visibility = EVERYTHING) -> Iterator[tuple[Any, ...]]:
     """(cluster, namespace, pod, container, recommendations, throttle_ratio, usage_p95_mcpu, limit_mcpu,
-    request_mcpu) for every finding of `window`, streamed from the database; recommendations as stored (a list of
-    dicts with kind and severity)."""
+    request_mcpu, pressure_waiting_per_second, throttled_seconds_per_second) for every finding of `window` the viewer sees, streamed from the database; recommendations as
+    stored (a list of dicts with kind and severity)."""
     return (
-        Finding.objects.filter(window=window)
+        visibility.filter(Finding.objects.filter(window=window))
         .order_by("cluster__name", "namespace", "container__pod__name", "container__name")
         .values_list(
             "cluster__name",
@@ -316,6 +327,8 @@ def metric_findings(window: str = Window.HOUR) -> Iterator[tuple[Any, ...]]:
             "usage_p95_mcpu",
             "container__limit_mcpu",
             "container__request_mcpu",
+            "pressure_waiting_per_second",
+            "throttled_seconds_per_second",
         )
         .iterator(chunk_size=5000)
     )
@@ -330,10 +343,13 @@ class CollectionHealth:
     last_run_duration_s: float | None
 
 
-def collection_health() -> list[CollectionHealth]:
-    """Per cluster: the last successful collection and the outcome of the last finished run (None: never ran)."""
+def collection_health(visibility: Visibility = EVERYTHING) -> list[CollectionHealth]:
+    """Per cluster the viewer sees whole: the last successful collection and the outcome of the last finished run
+    (None: never ran)."""
     rows = []
     for cluster in Cluster.objects.order_by("name"):
+        if not visibility.sees_whole_cluster(cluster.pk):
+            continue
         runs = CollectionRun.objects.filter(cluster=cluster, finished_at__isnull=False)
         last = runs.order_by("-started_at").first()
         success = (

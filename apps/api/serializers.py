@@ -14,6 +14,7 @@ from rest_framework import serializers
 
 from apps.advisor.kernel import is_kernel_release, kernel_verdict
 from apps.advisor.models import Window
+from apps.advisor.pressure import PRESSURE_STATUSES
 from apps.advisor.vocabulary import BUGS, CONFIDENCES, RECOMMENDATION_KINDS, SEVERITIES, VERDICTS
 from apps.clusters.models import Cluster, Node
 
@@ -83,7 +84,9 @@ class NodeSerializer(serializers.ModelSerializer):
     os_image = BlankAsNullCharField()
     container_runtime = BlankAsNullCharField()
     kubelet_version = BlankAsNullCharField()
-    pods = serializers.IntegerField(source="pod_count", help_text="Pods last seen on this node.")
+    pods = serializers.IntegerField(
+        source="pod_count", help_text="Pods last seen on this node (that the caller may read)."
+    )
     probe = serializers.JSONField(allow_null=True, help_text="The last kernel probe's measured result.")
 
     class Meta:
@@ -173,6 +176,19 @@ class ReportRowSerializer(serializers.Serializer):
     window_start = serializers.DateTimeField(allow_null=True, help_text="Null for lifetime figures (one reading).")
     window_end = serializers.DateTimeField()
     recommendations = RecommendationSerializer(many=True)
+    pressure_waiting_per_second = NumberField(
+        allow_null=True,
+        help_text="CPU pressure (PSI some): share of the time some task of the container waited for CPU, 0-1; null "
+        "unless pressure_status is measured.",
+    )
+    pressure_stalled_per_second = NumberField(
+        allow_null=True, help_text="CPU pressure (PSI full): share of the time all its tasks waited, 0-1."
+    )
+    pressure_status = _choice(
+        PRESSURE_STATUSES,
+        help_text="measured; not_exported (the source has no pressure series); not_measured (pressure reads 0 while "
+        "the container was throttled: PSI is off on the node).",
+    )
 
 
 class RecommendationRowSerializer(serializers.Serializer):
@@ -209,6 +225,10 @@ class RecommendationRowSerializer(serializers.Serializer):
         help_text="0-1: the throttle ratio the change should leave at most; null where no claim is made.",
     )
     expected_basis = serializers.CharField(allow_null=True, help_text="What the expected effect rests on, in one line.")
+    pressure_waiting_per_second = NumberField(
+        allow_null=True, help_text="The container's CPU pressure (PSI some, 0-1) as in the report row."
+    )
+    pressure_status = _choice(PRESSURE_STATUSES, help_text="As in the report row.")
 
 
 # --- series ---------------------------------------------------------------------------------------------------------
@@ -223,6 +243,10 @@ class SeriesPointSerializer(serializers.Serializer):
     periods = serializers.IntegerField(allow_null=True)
     throttled_periods = serializers.IntegerField(allow_null=True)
     threads = serializers.IntegerField(allow_null=True)
+    pressure_waiting_per_second = NumberField(
+        digits=4, allow_null=True, help_text="CPU pressure (PSI some) in the interval or hour; null where not reported."
+    )
+    pressure_stalled_per_second = NumberField(digits=4, allow_null=True, help_text="CPU pressure (PSI full).")
 
 
 class ContainerSeriesSerializer(serializers.Serializer):
@@ -321,7 +345,12 @@ class Iso8601Field(serializers.Field):
 
 
 class SeriesQuerySerializer(serializers.Serializer):
-    since = Iso8601Field("since", required=False, help_text="Start (ISO 8601); default: an hour before until.")
+    since = Iso8601Field(
+        "since",
+        required=False,
+        help_text=f"Start (ISO 8601); default: an hour before until. At most {SERIES_MAX_RANGE.days} days before until "
+        "(a 400 beyond).",
+    )
     until = Iso8601Field("until", required=False, help_text="End (ISO 8601); default: now.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 from django.contrib.auth.decorators import login_not_required
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from . import views
 
@@ -27,10 +27,13 @@ urlpatterns = [
     path("v1/kernel-check/", login_not_required(views.KernelCheckView.as_view()), name="kernel-check"),
     path("v1/ingest/", login_not_required(views.IngestView.as_view()), name="ingest"),
     path("schema/", login_not_required(SpectacularAPIView.as_view()), name="schema"),
-    # An HTML page: OPTIONS would render DRF's metadata through its template renderer, which has no template (500).
+    # The split view serves Swagger UI's start-up script as a file of its own (?script), so the CSP needs no inline
+    # script. An HTML page: OPTIONS would render DRF's metadata through its template renderer, which has no template (500).
     path(
         "docs/",
-        login_not_required(SpectacularSwaggerView.as_view(url_name="api:schema", http_method_names=["get", "head"])),
+        login_not_required(
+            SpectacularSwaggerSplitView.as_view(url_name="api:schema", http_method_names=["get", "head"])
+        ),
         name="docs",
     ),
 ]

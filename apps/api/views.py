@@ -6,6 +6,7 @@ Errors are JSON whatever the negotiated format (a bot asking for text still gets
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -16,7 +17,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema, extend_schema_view
 from prometheus_client.exposition import choose_encoder
 from rest_framework import generics, mixins, viewsets
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.permissions import BasePermission
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -28,7 +29,8 @@ from apps.advisor.kernel import kernel_verdict
 from apps.advisor.models import Finding
 from apps.advisor.selectors import RECOMMENDATION_FIELDS, findings, report_row
 from apps.clusters.models import Cluster, Node, Pod
-from apps.collector.push import PushRejected, ingest_agent_batch
+from apps.clusters.visibility import Visibility, for_user
+from apps.collector.push import PushForbidden, PushRejected, ingest_agent_batch
 
 from . import chatops, selectors
 from .filters import ContainerFilter, RecommendationFilter, SelectorFilterBackend
@@ -62,6 +64,8 @@ from .serializers import (
     SummaryQuerySerializer,
     WindowQuerySerializer,
 )
+from .services import token_visibility
+from .throttles import NodePushThrottle
 
 
 class ApiView(generics.GenericAPIView):
@@ -78,7 +82,14 @@ class ApiView(generics.GenericAPIView):
         self.request.accepted_media_type = JSONRenderer.media_type
         return response
 
-    # --- path lookups: 404 with a message naming what was not found ---
+    @cached_property
+    def visibility(self) -> Visibility:
+        """What this token (or dashboard user) may read; outside it, every lookup answers as if nothing were there."""
+        if isinstance(self.request.auth, ApiToken):
+            return token_visibility(self.request.auth)
+        return for_user(self.request.user)
+
+    # --- path lookups: 404 with a message naming what was not found (or not in the viewer's scope) ---
 
     def _path(self, name: str) -> str | None:
         """A path parameter, or None when no stored name can be it (a NUL byte, which PostgreSQL refuses to compare)."""
@@ -88,14 +99,18 @@ class ApiView(generics.GenericAPIView):
     def get_cluster(self) -> Cluster:
         name = self._path("cluster")
         cluster = selectors.cluster_named(name) if name is not None else None
-        if cluster is None:
+        if cluster is None or not self.visibility.sees_cluster(cluster.pk):
             raise NotFound(f"no cluster named {self.kwargs['cluster']!r}")
         return cluster
 
     def get_namespace(self) -> tuple[Cluster, str]:
         cluster = self.get_cluster()
         namespace = self._path("namespace")
-        if namespace is None or not selectors.namespace_exists(cluster, namespace):
+        if (
+            namespace is None
+            or not self.visibility.sees_namespace(cluster.pk, namespace)
+            or not selectors.namespace_exists(cluster, namespace)
+        ):
             raise NotFound(f"no namespace {self.kwargs['namespace']!r} in cluster {cluster.name!r}")
         return cluster, namespace
 
@@ -140,6 +155,11 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     lookup_field = "name"
     lookup_url_kwarg = "cluster"
 
+    def get_queryset(self) -> Any:
+        if getattr(self, "swagger_fake_view", False):
+            return Cluster.objects.none()
+        return self.visibility.clusters(Cluster.objects.all())
+
     def get_object(self) -> Cluster:
         return self.get_cluster()
 
@@ -154,7 +174,8 @@ class NodeList(ApiListView):
     def get_queryset(self) -> Any:
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request to read a cluster from
             return Node.objects.none()
-        return selectors.nodes(self.get_cluster())
+        cluster = self.get_cluster()
+        return selectors.nodes(cluster, self.visibility)
 
 
 @extend_schema(summary="A cluster's namespaces, with counts for the window", parameters=[WindowQuerySerializer])
@@ -169,7 +190,8 @@ class NamespaceList(ApiListView):
             return Pod.objects.none()
         cluster = self.get_cluster()
         window = self.query(WindowQuerySerializer)["window"]
-        return selectors.namespace_rows(cluster, window=window, throttle_target=settings.CPUTUNE_THROTTLE_TARGET)
+        rows = selectors.namespace_rows(cluster, window=window, throttle_target=settings.CPUTUNE_THROTTLE_TARGET)
+        return [row for row in rows if self.visibility.sees_namespace(cluster.pk, row["namespace"])]
 
 
 @extend_schema(summary="Report rows of a namespace's containers, worst first")
@@ -236,16 +258,21 @@ class RecommendationList(ApiListView):
         name, namespace = params["cluster"], params["namespace"]
         if name is not None:
             cluster = selectors.cluster_named(name)
-            if cluster is None:
+            if cluster is None or not self.visibility.sees_cluster(cluster.pk):
                 raise NotFound(f"no cluster named {name!r}")
             clusters = [cluster]
         else:
-            clusters = list(Cluster.objects.order_by("name"))
-        if namespace is not None and not any(selectors.namespace_exists(c, namespace) for c in clusters):
+            clusters = list(self.visibility.clusters(Cluster.objects.order_by("name")))
+        if namespace is not None and not any(
+            self.visibility.sees_namespace(c.pk, namespace) and selectors.namespace_exists(c, namespace)
+            for c in clusters
+        ):
             where = f"cluster {name!r}" if name is not None else "any cluster"
             raise NotFound(f"no namespace {namespace!r} in {where}")
         self.filename = recommendations_csv_filename(cluster=name, namespace=namespace, window=params["window"])
-        return selectors.RecommendationRows(clusters, window=params["window"], namespace=namespace, kind=params["kind"])
+        return selectors.RecommendationRows(
+            clusters, window=params["window"], namespace=namespace, kind=params["kind"], visibility=self.visibility
+        )
 
 
 @extend_schema(summary="A pod's time series per container, with shares floor and quota ceiling")
@@ -368,9 +395,17 @@ class IngestView(ApiView):
             raise ValidationError(
                 {"detail": "; ".join(f"{field}: {message}" for field, message in pairs[:5]), "errors": by_field}
             )
+        batch = payload.to_batch()
+        throttle = NodePushThrottle(batch.node.name)
+        if not throttle.allow_request(request, self):
+            self.throttled(request, throttle.wait() or 1.0)
+        token = request.auth if isinstance(request.auth, ApiToken) else None  # CanIngest: always a token
         try:
-            bound = request.auth.cluster if isinstance(request.auth, ApiToken) else None  # CanIngest: always a token
-            result = ingest_agent_batch(payload.to_batch(), cluster=bound)
+            result = ingest_agent_batch(
+                batch, cluster=token.cluster if token else None, token_node=token.node_name if token else ""
+            )
+        except PushForbidden as exc:
+            raise PermissionDenied(str(exc)) from None
         except PushRejected as exc:
             raise ValidationError({"detail": str(exc), "errors": {"node.name": [str(exc)]}}) from None
         return Response(PushResultSerializer(result).data)
@@ -389,4 +424,4 @@ class MetricsView(ApiView):
 
     def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
         encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-        return HttpResponse(encoder(CputuneCollector()), content_type=content_type)
+        return HttpResponse(encoder(CputuneCollector(visibility=self.visibility)), content_type=content_type)

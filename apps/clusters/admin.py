@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Cluster, Node
+from .models import Cluster, Node, ReadGrant
 
 
 @admin.register(Cluster)
@@ -16,3 +16,12 @@ class NodeAdmin(admin.ModelAdmin):
     list_filter = ["cluster"]
     search_fields = ["name", "kernel_version"]
     readonly_fields = ["probe", "probe_at", "last_seen"]
+
+
+@admin.register(ReadGrant)
+class ReadGrantAdmin(admin.ModelAdmin):
+    """Limit a user to clusters or namespaces: a user with no grant reads everything, a superuser always does."""
+
+    list_display = ["user", "cluster", "namespace"]
+    list_filter = ["cluster"]
+    search_fields = ["user__username", "namespace"]

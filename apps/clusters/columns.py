@@ -19,6 +19,8 @@ from django.db.backends.base.operations import BaseDatabaseOperations
 
 from apps.words import excerpt, printable
 
+from .names import name_problem
+
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
@@ -27,8 +29,9 @@ log = logging.getLogger(__name__)
 _INTEGER_RANGES = BaseDatabaseOperations.integer_field_ranges
 _Info = TypeVar("_Info", bound="DataclassInstance")
 # Per kind of value: (attribute, its column, whether an unstorable value refuses the whole object, the column's
-# length and integer range — kept here for the common case, checked without a call).
-ColumnSpec = tuple[str, models.Field, bool, int, tuple[int, int]]
+# length and integer range — kept here for the common case, checked without a call — and the Kubernetes name rule
+# it follows, if any: apps/clusters/names.py).
+ColumnSpec = tuple[str, models.Field, bool, int, tuple[int, int], str | None]
 ColumnSpecs = tuple[ColumnSpec, ...]
 _NO_RANGE = (-(2**63), 2**63 - 1)
 
@@ -40,15 +43,18 @@ def model_column(model: type[models.Model], name: str) -> models.Field:
     return column
 
 
-def column_specs(model: type[models.Model], attributes: Iterable[str], identity: Iterable[str]) -> ColumnSpecs:
-    """The specs of `model`'s columns named `attributes`; those in `identity` name the object."""
-    names_it = set(identity)
-    return tuple(column_spec(name, model_column(model, name), name in names_it) for name in attributes)
+def column_specs(
+    model: type[models.Model], attributes: Iterable[str], identity: Iterable[str], rules: dict[str, str] | None = None
+) -> ColumnSpecs:
+    """The specs of `model`'s columns named `attributes`; those in `identity` name the object; `rules` maps an
+    attribute to the kind of Kubernetes name it must be."""
+    names_it, rules = set(identity), rules or {}
+    return tuple(column_spec(name, model_column(model, name), name in names_it, rules.get(name)) for name in attributes)
 
 
-def column_spec(name: str, column: models.Field, names_it: bool) -> ColumnSpec:
+def column_spec(name: str, column: models.Field, names_it: bool, rule: str | None = None) -> ColumnSpec:
     bounds = _INTEGER_RANGES.get(column.get_internal_type(), _NO_RANGE)
-    return (name, column, names_it, column.max_length or 2**63, bounds)
+    return (name, column, names_it, column.max_length or 2**63, bounds, rule)
 
 
 def unstorable(value: Any, column: models.Field) -> str | None:
@@ -81,16 +87,24 @@ def storable(info: _Info, specs: ColumnSpecs, problems: list[str] | None, what: 
     unstorable value replaced by its column's default ("not reported"); each one noted in `problems`, as `what`
     formatted with `names` says (worked out only then)."""
     changes: dict[str, Any] = {}
-    for name, column, names_it, max_length, (low, high) in specs:
+    for name, column, names_it, max_length, (low, high), rule in specs:
         value = getattr(info, name)
         if value is None:
             continue
+        reason: str | None
         if type(value) is str:  # the common cases first, without a call (isascii reads a flag)
             if len(value) <= max_length and value.isascii() and "\x00" not in value:
-                continue
+                # An empty value is "not reported" (a reading's node); a name that is given must follow the rules.
+                if rule is None or not value or (reason := name_problem(rule, value)) is None:
+                    continue
+            else:
+                reason = unstorable(value, column)
+                if reason is None and rule is not None and value:  # fits, but not ASCII: no Kubernetes name
+                    reason = name_problem(rule, value)
         elif type(value) is int and low <= value <= high:
             continue
-        reason = unstorable(value, column)
+        else:
+            reason = unstorable(value, column)
         if reason is None:
             continue
         where = said(what, *names)
@@ -112,6 +126,6 @@ def note(problems: list[str] | None, message: str) -> None:
 
 def said(what: str, *names: str) -> str:
     """`what` formatted with `names` for a problem message: each name cut to 60 characters (they may be garbage of
-    any length), NULs and lone surrogates escaped so that the message itself can be stored."""
-    cut = (name if len(name) <= 60 else f"{name[:60]}…" for name in names)
-    return what.format(*(n.encode("utf-8", "backslashreplace").decode().replace("\x00", "\\x00") for n in cut))
+    any length), control characters, NULs and lone surrogates escaped so that the message can be stored, logged and
+    printed as one line."""
+    return what.format(*(printable(name if len(name) <= 60 else f"{name[:60]}…") for name in names))

@@ -28,9 +28,13 @@ class NodeInfo:
 class ContainerInfo:
     name: str
     container_id: str = ""  # runtime id without the "containerd://" prefix
-    request_mcpu: int | None = None
+    request_mcpu: int | None = None  # applied: the container status's resources when reported, else the spec's
     limit_mcpu: int | None = None
     restarts: int = 0
+    # The spec's values while they differ from the applied ones the status reports (an in-place resize pending or
+    # in progress); None otherwise.
+    spec_request_mcpu: int | None = None
+    spec_limit_mcpu: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +47,5 @@ class PodInfo:
     workload_kind: str = ""  # Deployment, StatefulSet, DaemonSet, Job, CronJob, ... or "" for a bare pod
     workload_name: str = ""
     containers: tuple[ContainerInfo, ...] = ()
+    resize_status: str = ""  # an in-place resize not yet done: "Pending (Deferred)", "In progress", …; "" for none
+    resize_message: str = ""

@@ -7,6 +7,7 @@ into the real ones in one statement per table; elsewhere through the ORM's bulk 
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
@@ -30,16 +31,22 @@ _NODE_REPORTED = (
     "cfs_slice_us",
     "cpufreq_governor",
 )
-_NODE_COLUMNS = column_specs(
-    Node,
-    ["name", *_NODE_REPORTED],
-    identity=["name"],
-)
+_NODE_COLUMNS = column_specs(Node, ["name", *_NODE_REPORTED], identity=["name"], rules={"name": "node"})
+# What an upsert writes of a pod besides its names and node, and of a container besides its name: one list, which
+# the column checks, both upsert paths and their SQL are built from.
+_POD_VALUES = ("uid", "qos_class", "workload_kind", "workload_name", "resize_status", "resize_message")
+_CONTAINER_VALUES = ("container_id", "request_mcpu", "limit_mcpu", "restarts", "spec_request_mcpu", "spec_limit_mcpu")
+_CONTAINER_TEXT = {"container_id"}  # the others are integers
+_pod_values = operator.attrgetter(*_POD_VALUES)
+_container_values = operator.attrgetter(*_CONTAINER_VALUES)
 _POD_COLUMNS = column_specs(
-    Pod, ["namespace", "name", "uid", "qos_class", "workload_kind", "workload_name"], identity=["namespace", "name"]
+    Pod,
+    ["namespace", "name", *_POD_VALUES],
+    identity=["namespace", "name"],
+    rules={"namespace": "namespace", "name": "pod"},
 )
 _CONTAINER_COLUMNS = column_specs(
-    Container, ["name", "container_id", "request_mcpu", "limit_mcpu", "restarts"], identity=["name"]
+    Container, ["name", *_CONTAINER_VALUES], identity=["name"], rules={"name": "container"}
 )
 
 
@@ -162,35 +169,35 @@ UPSERT_CHUNK_PODS = 5000
 # PostgreSQL: the inventory goes to temporary tables by COPY and into the real ones in one statement each. The
 # ORM's bulk_create with update_conflicts compiles a VALUES list of every pod and container first, which at 1,000
 # nodes held back every node read of the cycle (benchmarks/bench_scale.py).
-_CREATE_POD_LOAD = """
+_CREATE_POD_LOAD = f"""
 CREATE TEMP TABLE IF NOT EXISTS pod_load (
-    namespace text, name text, uid text, node_id bigint, qos_class text, workload_kind text, workload_name text
+    namespace text, name text, node_id bigint, {", ".join(f"{c} text" for c in _POD_VALUES)}
 ) ON COMMIT DELETE ROWS
 """
-_CREATE_CONTAINER_LOAD = """
+_CREATE_CONTAINER_LOAD = f"""
 CREATE TEMP TABLE IF NOT EXISTS container_load (
-    namespace text, pod text, name text, container_id text, request_mcpu bigint, limit_mcpu bigint, restarts bigint
+    namespace text, pod text, name text,
+    {", ".join(f"{c} {'text' if c in _CONTAINER_TEXT else 'bigint'}" for c in _CONTAINER_VALUES)}
 ) ON COMMIT DELETE ROWS
 """
-# In key order, as every writer of these rows locks them: two writers never wait on each other crosswise.
-_UPSERT_PODS = """
-INSERT INTO clusters_pod (cluster_id, namespace, name, uid, node_id, qos_class, workload_kind, workload_name, last_seen)
-SELECT %(cluster)s, namespace, name, uid, node_id, qos_class, workload_kind, workload_name, %(now)s
+# In key order, as every writer of these rows locks them: two writers never wait on each other crosswise. The column
+# names come from this module's constants, never from input.
+_UPSERT_PODS = f"""
+INSERT INTO clusters_pod (cluster_id, namespace, name, node_id, {", ".join(_POD_VALUES)}, last_seen)
+SELECT %(cluster)s, namespace, name, node_id, {", ".join(_POD_VALUES)}, %(now)s
 FROM pod_load ORDER BY namespace, name
-ON CONFLICT (cluster_id, namespace, name) DO UPDATE SET uid = excluded.uid, node_id = excluded.node_id,
-    qos_class = excluded.qos_class, workload_kind = excluded.workload_kind, workload_name = excluded.workload_name,
-    last_seen = excluded.last_seen
-"""
-_UPSERT_CONTAINERS = """
-INSERT INTO clusters_container (pod_id, name, container_id, request_mcpu, limit_mcpu, restarts, last_seen)
-SELECT p.id, l.name, l.container_id, l.request_mcpu, l.limit_mcpu, l.restarts, %(now)s
+ON CONFLICT (cluster_id, namespace, name) DO UPDATE SET node_id = excluded.node_id,
+    {", ".join(f"{c} = excluded.{c}" for c in _POD_VALUES)}, last_seen = excluded.last_seen
+"""  # noqa: S608
+_UPSERT_CONTAINERS = f"""
+INSERT INTO clusters_container (pod_id, name, {", ".join(_CONTAINER_VALUES)}, last_seen)
+SELECT p.id, l.name, {", ".join(f"l.{c}" for c in _CONTAINER_VALUES)}, %(now)s
 FROM container_load l
 JOIN clusters_pod p ON p.cluster_id = %(cluster)s AND p.namespace = l.namespace AND p.name = l.pod
 ORDER BY p.id, l.name
-ON CONFLICT (pod_id, name) DO UPDATE SET container_id = excluded.container_id,
-    request_mcpu = excluded.request_mcpu, limit_mcpu = excluded.limit_mcpu, restarts = excluded.restarts,
-    last_seen = excluded.last_seen
-"""
+ON CONFLICT (pod_id, name) DO UPDATE SET
+    {", ".join(f"{c} = excluded.{c}" for c in _CONTAINER_VALUES)}, last_seen = excluded.last_seen
+"""  # noqa: S608
 
 
 def _upsert_pods_in_sql(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, node_ids: dict[str, int]) -> None:
@@ -203,21 +210,14 @@ def _upsert_pods_in_sql(cluster: Cluster, pods: Sequence[PodInfo], now: datetime
         copy_rows(
             cursor,
             "pod_load",
-            ("namespace", "name", "uid", "node_id", "qos_class", "workload_kind", "workload_name"),
-            (
-                (p.namespace, p.name, p.uid, node_ids.get(p.node), p.qos_class, p.workload_kind, p.workload_name)
-                for p in pods
-            ),
+            ("namespace", "name", "node_id", *_POD_VALUES),
+            ((p.namespace, p.name, node_ids.get(p.node), *_pod_values(p)) for p in pods),
         )
         copy_rows(
             cursor,
             "container_load",
-            ("namespace", "pod", "name", "container_id", "request_mcpu", "limit_mcpu", "restarts"),
-            (
-                (p.namespace, p.name, c.name, c.container_id, c.request_mcpu, c.limit_mcpu, c.restarts)
-                for p in pods
-                for c in p.containers
-            ),
+            ("namespace", "pod", "name", *_CONTAINER_VALUES),
+            ((p.namespace, p.name, c.name, *_container_values(c)) for p in pods for c in p.containers),
         )
         cursor.execute("ANALYZE pod_load, container_load")
         cursor.execute(_UPSERT_PODS, params)
@@ -230,12 +230,9 @@ def _upsert_pod_chunk(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, 
             cluster=cluster,
             namespace=p.namespace,
             name=p.name,
-            uid=p.uid,
             node_id=node_ids.get(p.node),
-            qos_class=p.qos_class,
-            workload_kind=p.workload_kind,
-            workload_name=p.workload_name,
             last_seen=now,
+            **dict(zip(_POD_VALUES, _pod_values(p), strict=True)),
         )
         for p in pods
     ]
@@ -244,18 +241,15 @@ def _upsert_pod_chunk(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, 
         batch_size=2000,
         update_conflicts=True,
         unique_fields=["cluster", "namespace", "name"],
-        update_fields=["uid", "node", "qos_class", "workload_kind", "workload_name", "last_seen"],
+        update_fields=["node", *_POD_VALUES, "last_seen"],
     )
     ids = pod_ids(cluster, [(p.namespace, p.name) for p in pods])
     container_rows = [
         Container(
             pod_id=ids[(p.namespace, p.name)],
             name=c.name,
-            container_id=c.container_id,
-            request_mcpu=c.request_mcpu,
-            limit_mcpu=c.limit_mcpu,
-            restarts=c.restarts,
             last_seen=now,
+            **dict(zip(_CONTAINER_VALUES, _container_values(c), strict=True)),
         )
         for p in pods
         for c in p.containers
@@ -265,7 +259,7 @@ def _upsert_pod_chunk(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, 
         batch_size=2000,
         update_conflicts=True,
         unique_fields=["pod", "name"],
-        update_fields=["container_id", "request_mcpu", "limit_mcpu", "restarts", "last_seen"],
+        update_fields=[*_CONTAINER_VALUES, "last_seen"],
     )
 
 

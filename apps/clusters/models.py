@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
@@ -53,6 +54,9 @@ class Node(models.Model):
     has_cfs_counters = models.BooleanField(
         null=True, blank=True, help_text="False when this node's kubelet exposes no container_cpu_cfs_* series."
     )
+    has_pressure = models.BooleanField(
+        null=True, blank=True, help_text="False when this node's readings carry no CPU pressure (PSI) series."
+    )
     probe = models.JSONField(null=True, blank=True, help_text="The last kernel probe's measured result.")
     probe_at = models.DateTimeField(null=True, blank=True)
     last_seen = models.DateTimeField(null=True, blank=True)
@@ -79,6 +83,11 @@ class Pod(models.Model):
     qos_class = models.CharField(max_length=16, blank=True)
     workload_kind = models.CharField(max_length=63, blank=True)
     workload_name = models.CharField(max_length=253, blank=True)
+    # A database default too: the ingest's SQL creates pods for readings the inventory has not listed yet.
+    resize_status = models.CharField(
+        max_length=32, blank=True, default="", db_default="", help_text="An in-place resize not yet done."
+    )
+    resize_message = models.CharField(max_length=300, blank=True, default="", db_default="")
     last_seen = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -100,6 +109,10 @@ class Container(models.Model):
     limit_mcpu = models.PositiveIntegerField(null=True, blank=True)
     period_us = models.PositiveIntegerField(null=True, blank=True, help_text="CFS period as read; 100000 by default.")
     restarts = models.PositiveIntegerField(default=0)
+    spec_request_mcpu = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The spec's request while it differs from the applied one (a resize)."
+    )
+    spec_limit_mcpu = models.PositiveIntegerField(null=True, blank=True)
     last_seen = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -109,3 +122,21 @@ class Container(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pod}/{self.name}"
+
+
+class ReadGrant(models.Model):
+    """What one user may read: a whole cluster (namespace empty) or one namespace of it. A user with no grant reads
+    every cluster (as before grants existed); superusers always do. apps/clusters/visibility.py applies them."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="read_grants")
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="read_grants")
+    namespace = models.CharField(max_length=63, blank=True, help_text="Empty: every namespace of the cluster.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "cluster", "namespace"], name="read_grant_unique"),
+        ]
+        ordering = ["user", "cluster", "namespace"]
+
+    def __str__(self) -> str:
+        return f"{self.user} reads {self.cluster}{'/' + self.namespace if self.namespace else ''}"

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import chain
+from typing import BinaryIO
 
 from apps.telemetry.counters import MAX_SANE, BadCounter, check_counter
 from apps.telemetry.readings import CounterReading
@@ -29,12 +31,19 @@ from apps.telemetry.readings import CounterReading
 MAX_LINE_BYTES = 64 * 1024
 # Problems listed at most; the rest are counted in one closing entry so a garbage scrape cannot build a huge list.
 MAX_PROBLEMS = 50
+# A saved scrape is read this much at a time, cut at a line end, so a 50 MB file costs a few MB of memory.
+CHUNK_BYTES = 1 << 20
+# What is kept of a line too long for one chunk: enough to tell it is longer than MAX_LINE_BYTES.
+_LONG_LINE_HEAD = 2 * MAX_LINE_BYTES
+# Distinct label blocks remembered; a scrape with more (each cgroup has a handful) starts the cache afresh.
+_LABEL_CACHE_SIZE = 100_000
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MAX_TS_MS = 253_402_300_800_000  # year 10000: a later timestamp cannot be a datetime
 
 # Family codes. The first three are the CFS counters whose presence answers "does this kubelet expose throttling?".
-_PERIODS, _THROTTLED_PERIODS, _THROTTLED_SECONDS, _USAGE, _THREADS, _QUOTA, _PERIOD, _SHARES, _START = range(9)
+(_PERIODS, _THROTTLED_PERIODS, _THROTTLED_SECONDS, _USAGE, _THREADS, _QUOTA, _PERIOD, _SHARES, _START, _WAITING,
+ _STALLED) = range(11)  # fmt: skip
 _FAMILIES: dict[bytes, int] = {
     b"container_cpu_cfs_periods_total": _PERIODS,
     b"container_cpu_cfs_throttled_periods_total": _THROTTLED_PERIODS,
@@ -45,6 +54,9 @@ _FAMILIES: dict[bytes, int] = {
     b"container_spec_cpu_period": _PERIOD,
     b"container_spec_cpu_shares": _SHARES,
     b"container_start_time_seconds": _START,
+    # CPU pressure (PSI "some" and "full" of cpu.pressure): kubelet ≥ 1.33 with KubeletPSI, on cgroup v2.
+    b"container_pressure_cpu_waiting_seconds_total": _WAITING,
+    b"container_pressure_cpu_stalled_seconds_total": _STALLED,
 }
 _NAMES = {code: name.decode() for name, code in _FAMILIES.items()}
 
@@ -93,6 +105,7 @@ class CadvisorScrape:
     which means "throttling is not reported here", not "zero throttling". `shares_by_container` maps
     (namespace, pod, container) to `container_spec_cpu_shares` (CounterReading has no field for it).
     `lines` counts every line of the body; `problems` describes bad lines and dropped values, at most MAX_PROBLEMS + 1.
+    `has_pressure` is False when no `container_pressure_cpu_*` series came: pressure is not exported here.
     """
 
     readings: list[CounterReading]
@@ -101,6 +114,7 @@ class CadvisorScrape:
     lines: int
     problems: list[str]
     shares_by_container: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    has_pressure: bool = False
 
 
 @dataclass(slots=True)
@@ -125,6 +139,8 @@ class _Cgroup:
     period_us: int | None = None
     shares: int | None = None
     start_time_seconds: float | None = None
+    pressure_waiting_seconds_total: float | None = None
+    pressure_stalled_seconds_total: float | None = None
 
     def usage_seconds_total(self) -> float | None:
         if self.cpu_usage_total is not None:
@@ -143,29 +159,37 @@ class _Cgroup:
             and self.threads is None
             and not self.quota_seen
             and self.period_us is None
+            and self.pressure_waiting_seconds_total is None
+            and self.pressure_stalled_seconds_total is None
         )
 
 
 class _Problems:
     """Problem notes, capped; the line number is only worked out for the notes that are kept."""
 
-    __slots__ = ("counted_to", "data", "dropped", "line_number", "notes")
+    __slots__ = ("counted_to", "data", "dropped", "first_line", "line_number", "notes")
 
-    def __init__(self, data: bytes) -> None:
-        self.data = data
+    def __init__(self) -> None:
+        self.data = b""
         self.notes: list[str] = []
         self.dropped = 0
         # Problems come in text order, so newlines are counted on from the last one: linear even for 50 problems
         # spread over 50 MB.
         self.counted_to = 0
-        self.line_number = 1
+        self.first_line = self.line_number = 1
+
+    def chunk(self, data: bytes, first_line: int) -> None:
+        """Positions from now on are in `data`, whose first line is line `first_line` of the body."""
+        self.data = data
+        self.counted_to = 0
+        self.first_line = self.line_number = first_line
 
     def at(self, pos: int, message: str) -> None:
         if len(self.notes) >= MAX_PROBLEMS:
             self.dropped += 1
             return
         if pos < self.counted_to:
-            self.counted_to, self.line_number = 0, 1
+            self.counted_to, self.line_number = 0, self.first_line
         self.line_number += self.data.count(b"\n", self.counted_to, pos)
         self.counted_to = pos
         self.notes.append(f"line {self.line_number}: {message}")
@@ -276,7 +300,38 @@ def _check_body(data: bytes) -> bool:
     return False
 
 
-# One loop in one frame on purpose: this is the hot path of every scrape, and helper calls per line cost real time.
+def _chunks(stream: BinaryIO) -> Iterator[bytes]:
+    """The stream's bytes as chunks of whole lines, about CHUNK_BYTES each; only the last may lack its newline.
+
+    A line longer than _LONG_LINE_HEAD is cut to its first _LONG_LINE_HEAD bytes (and its newline): the parser
+    refuses it as longer than MAX_LINE_BYTES either way, and an endless line must not be held in memory.
+    """
+    rest = b""
+    while True:
+        block = stream.read(CHUNK_BYTES)
+        if not block:
+            if rest:
+                yield rest
+            return
+        buffer = rest + block if rest else block
+        cut = buffer.rfind(b"\n") + 1
+        if cut:
+            yield buffer[:cut]
+        rest = buffer[cut:]
+        if len(rest) > _LONG_LINE_HEAD:
+            head, rest = rest[:_LONG_LINE_HEAD], b""
+            while True:
+                block = stream.read(CHUNK_BYTES)
+                if not block:
+                    yield head
+                    return
+                end = block.find(b"\n")
+                if end >= 0:
+                    yield head + b"\n"
+                    rest = block[end + 1 :]
+                    break
+
+
 def parse_cadvisor(data: bytes, *, node: str = "", default_ts: datetime) -> CadvisorScrape:
     """Parse a kubelet `/metrics/cadvisor` body into one CounterReading per container (and per pod-level cgroup).
 
@@ -288,23 +343,76 @@ def parse_cadvisor(data: bytes, *, node: str = "", default_ts: datetime) -> Cadv
     the newest (by start time) is kept.
     Raises ScrapeError only when the body is not exposition text at all, ValueError for a naive `default_ts`.
     """
+    return _parse((data,), node, default_ts)
+
+
+def parse_cadvisor_stream(stream: BinaryIO, *, node: str = "", default_ts: datetime) -> CadvisorScrape:
+    """parse_cadvisor for a body read from a binary stream (a saved scrape), CHUNK_BYTES at a time: memory stays
+    bounded by the chunk and the containers found, whatever the size of the body. OSError from the stream passes."""
+    return _parse(_chunks(stream), node, default_ts)
+
+
+def _parse(chunks: Iterable[bytes], node: str, default_ts: datetime) -> CadvisorScrape:
+    """Parse a body given as chunks of whole lines (only the last may lack its newline)."""
     if default_ts.tzinfo is None:
         raise ValueError(f"default_ts must be timezone-aware, got naive {default_ts.isoformat()}")
-    problems = _Problems(data)
-    if not _check_body(data):
-        problems.add("the body is empty: no metrics at all")
-        return CadvisorScrape([], [], False, 0, problems.as_list())
-    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-
-    first = _WANTED_FIRST_LINE.match(data)
-    matches = _WANTED_LINE.finditer(data) if first is None else chain((first,), _WANTED_LINE.finditer(data))
+    problems = _Problems()
     label_cache: dict[bytes, _Labels | str] = {}
     cgroups: dict[tuple[bytes, str, str, str], _Cgroup] = {}
     has_cfs_counters = False
     unknown_series, unknown_block = 0, b""
-    size = len(data)
-    unterminated = not data.endswith(b"\n")
+    newlines = 0
+    body_seen = any_container = unterminated = False
+    for data in chunks:
+        if not body_seen:
+            body_seen = _check_body(data)
+            if not body_seen:  # blank lines only so far
+                newlines += data.count(b"\n")
+                continue
+        problems.chunk(data, newlines + 1)
+        newlines += data.count(b"\n")
+        if not any_container:
+            any_container = data.startswith(b"container_") or b"\ncontainer_" in data
+        if len(label_cache) > _LABEL_CACHE_SIZE:
+            label_cache.clear()
+        size = len(data)
+        unterminated = not data.endswith(b"\n")
+        first = _WANTED_FIRST_LINE.match(data)
+        matches = _WANTED_LINE.finditer(data) if first is None else chain((first,), _WANTED_LINE.finditer(data))
+        has_cfs_counters, unknown_series, unknown_block = _parse_matches(
+            matches, size, unterminated, label_cache, cgroups, problems, has_cfs_counters, unknown_series, unknown_block
+        )
 
+    if not body_seen:
+        problems.add("the body is empty: no metrics at all")
+        return CadvisorScrape([], [], False, 0, problems.as_list())
+    lines = newlines + (1 if unterminated else 0)
+    if not cgroups and not any_container:
+        problems.add("no container_* series at all: is this the kubelet's /metrics/cadvisor?")
+    if unknown_series:
+        snippet = unknown_block[:120].decode("utf-8", "replace") + ("..." if len(unknown_block) > 120 else "")
+        problems.add(
+            f"{unknown_series} container_* series name no namespace or pod, e.g. {{{snippet}}}: not a kubelet's "
+            "label set, skipped"
+        )
+    readings, pod_readings, shares = _readings(cgroups, node, default_ts, problems)
+    has_pressure = any(c.pressure_waiting_seconds_total is not None for c in cgroups.values())
+    return CadvisorScrape(readings, pod_readings, has_cfs_counters, lines, problems.as_list(), shares, has_pressure)
+
+
+def _parse_matches(
+    matches: Iterable[re.Match[bytes]],
+    size: int,
+    unterminated: bool,
+    label_cache: dict[bytes, _Labels | str],
+    cgroups: dict[tuple[bytes, str, str, str], _Cgroup],
+    problems: _Problems,
+    has_cfs_counters: bool,
+    unknown_series: int,
+    unknown_block: bytes,
+) -> tuple[bool, int, bytes]:
+    """The wanted lines of one chunk into `cgroups`; returns the running (has_cfs_counters, unknown_series,
+    unknown_block). One loop in one frame on purpose: helper calls per line cost real time."""
     for match in matches:
         name, rest = match.groups()
         code = _FAMILIES[name]
@@ -359,17 +467,10 @@ def parse_cadvisor(data: bytes, *, node: str = "", default_ts: datetime) -> Cadv
             problems.at(
                 match.start(2), f"duplicate {_NAMES[code]} series for {namespace}/{pod}/{container}; kept the last"
             )
+    return has_cfs_counters, unknown_series, unknown_block
 
-    if not cgroups and b"\ncontainer_" not in data and not data.startswith(b"container_"):
-        problems.add("no container_* series at all: is this the kubelet's /metrics/cadvisor?")
-    if unknown_series:
-        snippet = unknown_block[:120].decode("utf-8", "replace") + ("..." if len(unknown_block) > 120 else "")
-        problems.add(
-            f"{unknown_series} container_* series name no namespace or pod, e.g. {{{snippet}}}: not a kubelet's "
-            "label set, skipped"
-        )
-    readings, pod_readings, shares = _readings(cgroups, node, default_ts, problems)
-    return CadvisorScrape(readings, pod_readings, has_cfs_counters, lines, problems.as_list(), shares)
+
+_COUNTERS = frozenset({_PERIODS, _THROTTLED_PERIODS, _THROTTLED_SECONDS, _USAGE, _THREADS, _WAITING, _STALLED})
 
 
 def _store(cgroup: _Cgroup, code: int, value: float, cpu: bytes, problems: _Problems, pos: int) -> bool:
@@ -377,7 +478,7 @@ def _store(cgroup: _Cgroup, code: int, value: float, cpu: bytes, problems: _Prob
 
     Returns False when the cgroup already had that series: a duplicate, whose last value is kept.
     """
-    if code <= _USAGE or code == _THREADS:
+    if code <= _USAGE or (code >= _THREADS and code in _COUNTERS):
         # The comparison alone passes every sane value (NaN fails it) without the cost of a call per sample.
         if not 0.0 <= value <= MAX_SANE:
             try:
@@ -421,6 +522,12 @@ def _store(cgroup: _Cgroup, code: int, value: float, cpu: bytes, problems: _Prob
     elif code == _SHARES:
         first = cgroup.shares is None
         cgroup.shares = int(value)
+    elif code == _WAITING:
+        first = cgroup.pressure_waiting_seconds_total is None
+        cgroup.pressure_waiting_seconds_total = value
+    elif code == _STALLED:
+        first = cgroup.pressure_stalled_seconds_total is None
+        cgroup.pressure_stalled_seconds_total = value
     else:
         first = cgroup.start_time_seconds is None
         cgroup.start_time_seconds = value
@@ -467,6 +574,8 @@ def _readings(
             throttled_periods_total=cgroup.throttled_periods_total,
             throttled_seconds_total=cgroup.throttled_seconds_total,
             usage_seconds_total=cgroup.usage_seconds_total(),
+            pressure_waiting_seconds_total=cgroup.pressure_waiting_seconds_total,
+            pressure_stalled_seconds_total=cgroup.pressure_stalled_seconds_total,
             threads=cgroup.threads,
             period_us=cgroup.period_us,
             quota_us=cgroup.quota_us,

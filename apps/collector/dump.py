@@ -34,7 +34,7 @@ from django.utils import timezone
 from apps.clusters.inventory import upsert_nodes, upsert_pods
 from apps.clusters.models import Cluster, Node, SourceKind
 from apps.clusters.services import register_cluster
-from apps.collector.cadvisor import ScrapeError, parse_cadvisor
+from apps.collector.cadvisor import ScrapeError, parse_cadvisor_stream
 from apps.collector.inventory import InventoryError, list_items, nodes_from_objects, pods_from_objects
 from apps.collector.models import CollectionProblem, CollectionRun, NodeResult
 from apps.telemetry.ingest import ingest_readings
@@ -74,6 +74,7 @@ class ScrapeResult:
     duplicates: int = 0
     lines: int = 0
     has_cfs_counters: bool = False  # False: this kubelet exposes no container_cpu_cfs_* series at all
+    has_pressure: bool = False  # False: no container_pressure_cpu_* series
     problems: list[str] = field(default_factory=list)
 
 
@@ -165,21 +166,22 @@ def _read_scrape(
 ) -> tuple[ScrapeResult, list[CounterReading]]:
     result = ScrapeResult(node=node, path=str(path))
     what = f"--metrics {node}={path}"
+    # Streamed: a scrape of tens of megabytes is read a chunk at a time, never held whole.
     try:
-        data = path.read_bytes()
+        with path.open("rb") as stream:
+            scrape = parse_cadvisor_stream(stream, node=node, default_ts=default_ts)
     except FileNotFoundError:
         raise DumpError(f"{what}: the file does not exist") from None
-    except OSError as exc:
-        raise DumpError(f"{what}: the file cannot be read: {exc.strerror or exc}") from None
-    try:
-        scrape = parse_cadvisor(data, node=node, default_ts=default_ts)
     except ScrapeError as exc:
         raise DumpError(f"{what}: {exc}") from None
+    except OSError as exc:
+        raise DumpError(f"{what}: the file cannot be read: {exc.strerror or exc}") from None
     readings = scrape.readings if at is None else [replace(r, ts=at) for r in scrape.readings]
     result.readings = len(readings)
     result.with_cfs = sum(1 for r in readings if r.periods_total is not None)
     result.lines = scrape.lines
     result.has_cfs_counters = scrape.has_cfs_counters
+    result.has_pressure = scrape.has_pressure
     result.problems = [f"{path.name}: {p}" for p in scrape.problems]
     if readings and not scrape.has_cfs_counters:
         result.problems.append(
@@ -289,7 +291,9 @@ def _store(
             result.duplicates += ingested.duplicates
             result.resets += ingested.resets
             if readings:
-                Node.objects.filter(cluster=cluster, name=scrape.node).update(has_cfs_counters=scrape.has_cfs_counters)
+                Node.objects.filter(cluster=cluster, name=scrape.node).update(
+                    has_cfs_counters=scrape.has_cfs_counters, has_pressure=scrape.has_pressure
+                )
             NodeResult.objects.create(
                 run=run,
                 node=scrape.node,

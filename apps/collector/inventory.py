@@ -37,7 +37,7 @@ from typing import Any
 
 from apps.clusters.kubelet import cpu_quantity_to_mcpu
 from apps.telemetry.readings import ContainerInfo, NodeInfo, PodInfo
-from apps.words import excerpt
+from apps.words import excerpt, printable
 
 __all__ = [
     "InventoryError",
@@ -219,6 +219,7 @@ def pod_from_object(
     status = _mapping(pod.get("status"), f"{where}: status")
 
     kind, workload = workload_of(pod, replicasets, jobs)
+    resize = resize_state(status)
     qos = status.get("qosClass")
     if not isinstance(qos, str) or not qos:
         qos = qos_class(spec, where)
@@ -237,6 +238,8 @@ def pod_from_object(
         workload_kind=kind,
         workload_name=workload,
         containers=_running_containers(spec, status, where),
+        resize_status=resize[0],
+        resize_message=resize[1],
     )
 
 
@@ -475,6 +478,16 @@ def _container(container: Mapping[str, Any], status: Mapping[str, Any] | None, w
         request_mcpu = limit_mcpu
     if limit_mcpu == 0:
         limit_mcpu = None
+    spec_request = spec_limit = None
+    if applied_resources:  # the status says what is applied: keep the spec's values to compare (a resize under way)
+        spec_limit = _resource_mcpu(_mapping(spec_resources.get("limits"), f"{where}: limits"), f"{where}: limits")
+        spec_request = _resource_mcpu(
+            _mapping(spec_resources.get("requests"), f"{where}: requests"), f"{where}: requests"
+        )
+        spec_request = spec_limit if spec_request is None else spec_request
+        spec_limit = None if spec_limit == 0 else spec_limit
+        if (spec_request, spec_limit) == (request_mcpu, limit_mcpu):
+            spec_request = spec_limit = None  # nothing pending: every source reports the same container
 
     restarts: Any = status.get("restartCount", 0) if status is not None else 0
     if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
@@ -486,7 +499,31 @@ def _container(container: Mapping[str, Any], status: Mapping[str, Any] | None, w
         request_mcpu=request_mcpu,
         limit_mcpu=limit_mcpu,
         restarts=restarts,
+        spec_request_mcpu=spec_request,
+        spec_limit_mcpu=spec_limit,
     )
+
+
+# The pod conditions of an in-place resize not yet done (Kubernetes 1.33 and later), and the status field before.
+_RESIZE_CONDITIONS = {"PodResizePending": "Pending", "PodResizeInProgress": "In progress"}
+_LEGACY_RESIZE = {"Proposed": "Proposed", "InProgress": "In progress", "Deferred": "Pending (Deferred)",
+                  "Infeasible": "Pending (Infeasible)"}  # fmt: skip
+
+
+def resize_state(status: Mapping[str, Any]) -> tuple[str, str]:
+    """(state, message) of the pod's in-place resize not yet done, ("", "") when there is none. A pending resize
+    says why in its reason: Deferred (the node may fit it later) or Infeasible (it never will)."""
+    conditions = status.get("conditions")
+    for condition in conditions if isinstance(conditions, list) else []:
+        if not isinstance(condition, _MAPPING) or condition.get("status") != "True":
+            continue
+        state = _RESIZE_CONDITIONS.get(_text(condition.get("type")))
+        if state:
+            reason = _text(condition.get("reason"))
+            shown = f"{state} ({reason})" if reason and state == "Pending" else state
+            return shown[:32], printable(_text(condition.get("message")))[:300]
+    legacy = _LEGACY_RESIZE.get(_text(status.get("resize")))
+    return (legacy, "") if legacy else ("", "")
 
 
 def _controller_owner(metadata: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -1,4 +1,9 @@
-"""Node agent pushes → stored readings: place the batch in a cluster, match cgroups to known containers, ingest.
+"""Node agent pushes → stored readings: the token's cluster and a known node, cgroups matched to that node's
+containers, ingest.
+
+The token says which cluster (every ingest token has one, and maybe one node); the batch must name a node the
+inventory holds, and only containers the inventory places on that node are stored, so a token on one node cannot
+write readings for another node's containers, invent nodes or rewrite what the inventory says of a node.
 
 The agent (agent/cputune_agent.py; its docstring defines the payload) sees pod uids and runtime container ids, not
 names. A cgroup is matched to a stored container by its runtime id (recorded by the Kubernetes inventory). The pod uid
@@ -67,6 +72,8 @@ class AgentSample:
     throttled_periods_total: int | None = None
     throttled_seconds_total: float | None = None
     usage_seconds_total: float | None = None
+    pressure_waiting_seconds_total: float | None = None  # cpu.pressure "some" total
+    pressure_stalled_seconds_total: float | None = None  # cpu.pressure "full" total
     threads: int | None = None
     quota_us: int | None = None
     period_us: int | None = None
@@ -107,42 +114,47 @@ class PushResult:
     problems: list[str] = field(default_factory=list)
 
 
-def resolve_cluster(node_name: str, bound: Cluster | None) -> Cluster:
-    """The cluster a batch from `node_name` belongs to: the token's cluster when it is bound to one, else the one
-    cluster that has a node of that name. Raises PushRejected when there is none, several, or the cluster is disabled.
-    """
-    if bound is not None:
-        cluster = bound
-    else:
-        clusters = list(Cluster.objects.filter(nodes__name=node_name).distinct().order_by("name")[:5])
-        if not clusters:
-            raise PushRejected(
-                f"node {node_name!r} is in no registered cluster: collect the cluster's inventory first, or bind the "
-                "agent's token to its cluster (manage.py create_token --scope ingest --cluster NAME)"
-            )
-        if len(clusters) > 1:
-            names = ", ".join(c.name for c in clusters)
-            raise PushRejected(
-                f"node {node_name!r} is in several clusters ({names}): bind the agent's token to one "
-                "(manage.py create_token --scope ingest --cluster NAME)"
-            )
-        cluster = clusters[0]
+class PushForbidden(PushRejected):
+    """The token may not push this batch (no cluster of its own, or another node's): a 403, not a bad payload."""
+
+
+def resolve_target(node_name: str, cluster: Cluster | None, token_node: str = "") -> tuple[Cluster, Node]:
+    """The cluster and stored node a batch from `node_name` goes to, for a token bound to `cluster` (and, when set,
+    to `token_node`). Only nodes the inventory holds take pushes: a token cannot invent nodes. Raises PushForbidden
+    or PushRejected with what to do."""
+    if cluster is None:
+        raise PushForbidden(
+            "this ingest token belongs to no cluster (made before every ingest token had one): create one for the "
+            "agent's cluster (manage.py create_token --scope ingest --cluster NAME) and revoke this one"
+        )
+    if token_node and token_node != node_name:
+        raise PushForbidden(f"this ingest token pushes for node {token_node!r} only, not for {node_name!r}")
     if not cluster.enabled:
         raise PushRejected(f"cluster {cluster.name!r} is disabled: enable it in the admin to accept its agents")
-    return cluster
+    node = Node.objects.filter(cluster=cluster, name=node_name).first()
+    if node is None:
+        raise PushRejected(
+            f"node {node_name!r} is not in cluster {cluster.name!r}'s inventory: pushes are taken for known nodes "
+            "only (the next collection adds a new node; an agent-only cluster imports its nodes and pods with "
+            "manage.py import_dump --nodes --pods)"
+        )
+    return cluster, node
 
 
-def ingest_agent_batch(batch: AgentBatch, *, cluster: Cluster | None = None, now: datetime | None = None) -> PushResult:
-    """Store one agent batch in `cluster` (or the cluster found by the node's name); returns what was matched.
+def ingest_agent_batch(
+    batch: AgentBatch, *, cluster: Cluster | None, token_node: str = "", now: datetime | None = None
+) -> PushResult:
+    """Store one agent batch from a token bound to `cluster` (and maybe one node); returns what was matched.
 
-    Raises PushRejected when no single cluster fits (see resolve_cluster). Unmatched cgroups are in the result, not
-    errors; counters the ingest finds impossible are dropped from their reading and listed in `problems`.
+    Raises PushForbidden / PushRejected when the batch cannot go there (see resolve_target). Readings are kept only
+    for containers the inventory places on the batch's node; the rest, like unmatched cgroups, are in the result
+    with the reason. Counters the ingest finds impossible are dropped from their reading and listed in `problems`.
     """
     now = now or timezone.now()
-    target = resolve_cluster(batch.node.name, cluster)
+    target, node = resolve_target(batch.node.name, cluster, token_node)
     result = PushResult(cluster=target.name, node=batch.node.name)
-    readings, period_readings = _match(target, batch, result)
-    stored = ingest(target, Batch(nodes=[_node_info(target, batch.node)], readings=readings), now=now)
+    readings, period_readings = _match(target, node, batch, result)
+    stored = ingest(target, Batch(nodes=[_node_info(node, batch.node)], readings=readings), now=now)
     result.period_samples_written = store_period_samples(period_readings)
     result.accepted = len(readings)
     result.samples_written = stored.samples_written
@@ -167,30 +179,29 @@ def ingest_agent_batch(batch: AgentBatch, *, cluster: Cluster | None = None, now
     return result
 
 
-def _node_info(cluster: Cluster, node: AgentNode) -> NodeInfo:
-    # The Kubernetes API's capacity is authoritative; the agent's cpuset count only fills a gap, so two sources
-    # never take turns overwriting each other.
-    known_capacity = (
-        Node.objects.filter(cluster=cluster, name=node.name).values_list("capacity_mcpu", flat=True).first()
-    )
+def _node_info(stored: Node, node: AgentNode) -> NodeInfo:
+    # What the inventory (the Kubernetes API, a dump) says of a node is kept: a push only fills a gap, so a token
+    # cannot rewrite a node's kernel (its verdict and advice). The slice and governor only the agent can read.
     return NodeInfo(
         name=node.name,
-        capacity_mcpu=node.capacity_mcpu if known_capacity is None else None,
-        kernel_version=node.kernel_version,
+        capacity_mcpu=node.capacity_mcpu if stored.capacity_mcpu is None else None,
+        kernel_version=node.kernel_version if not stored.kernel_version else "",
         cfs_slice_us=node.cfs_slice_us,
         cpufreq_governor=node.cpufreq_governor,
     )
 
 
-def _match(cluster: Cluster, batch: AgentBatch, result: PushResult) -> tuple[list[CounterReading], list[PeriodReading]]:
-    """Readings (and period samples) for the samples whose container id is a stored container of `cluster`; the
-    rest sorted into pod-level, sandbox and unknown on `result`."""
+def _match(
+    cluster: Cluster, node: Node, batch: AgentBatch, result: PushResult
+) -> tuple[list[CounterReading], list[PeriodReading]]:
+    """Readings (and period samples) for the samples whose container id is a stored container of `cluster` on
+    `node`; the rest sorted into pod-level, sandbox and unknown on `result`."""
     container_samples = [s for s in batch.samples if s.container_id]
     result.pod_level = len(batch.samples) - len(container_samples)
     ids = {s.container_id for s in container_samples}
     containers = {
         c.container_id: c
-        for c in Container.objects.filter(pod__cluster=cluster, container_id__in=ids).select_related("pod")
+        for c in Container.objects.filter(pod__cluster=cluster, container_id__in=ids).select_related("pod__node")
     }
     readings: list[CounterReading] = []
     period_readings: list[PeriodReading] = []
@@ -202,6 +213,11 @@ def _match(cluster: Cluster, batch: AgentBatch, result: PushResult) -> tuple[lis
             unmatched.append(sample)
             continue
         pod = container.pod
+        if pod.node_id != node.pk:
+            where = f"node {pod.node.name}" if pod.node else "no node"
+            reason = f"the inventory places {pod.namespace}/{pod.name} on {where}, not on {node.name}: not stored"
+            result.unknown.append(Unmatched(sample.pod_uid, sample.container_id, reason))
+            continue
         if pod.uid and pod.uid != sample.pod_uid:
             result.problems.append(
                 f"container {sample.container_id[:12]} is {pod.namespace}/{pod.name}/{container.name} (pod uid "
@@ -218,6 +234,8 @@ def _match(cluster: Cluster, batch: AgentBatch, result: PushResult) -> tuple[lis
                 throttled_periods_total=sample.throttled_periods_total,
                 throttled_seconds_total=sample.throttled_seconds_total,
                 usage_seconds_total=sample.usage_seconds_total,
+                pressure_waiting_seconds_total=sample.pressure_waiting_seconds_total,
+                pressure_stalled_seconds_total=sample.pressure_stalled_seconds_total,
                 threads=sample.threads,
                 period_us=sample.period_us,
                 quota_us=sample.quota_us,

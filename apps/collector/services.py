@@ -151,6 +151,8 @@ def collect_node(run_id: int, node: str, source: Source | None = None) -> tuple[
         node_updates: dict[str, object] = {"last_seen": now}
         if read.has_cfs_counters is not None:
             node_updates["has_cfs_counters"] = read.has_cfs_counters
+        if read.has_pressure is not None:
+            node_updates["has_pressure"] = read.has_pressure
         Node.objects.filter(cluster=run.cluster, name=node).update(**node_updates)
         if read.node_info is not None:
             upsert_nodes(run.cluster, [read.node_info], now)

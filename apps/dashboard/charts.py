@@ -31,6 +31,7 @@ COLOURS = {
     "ratio": "#b86e00",
     "target": "#6b3fa0",
     "threads": "#5b6475",
+    "pressure": "#00838f",
     "bar": "#2356c7",
 }
 # Reference lines differ in dash as well as colour, so the legend tells them apart without colour vision.
@@ -54,6 +55,7 @@ class Bucket:
     usage_peak_mcpu: float | None  # the highest point's usage (raw) or the hour's p95 (hourly)
     throttle_ratio: float | None  # Σ throttled periods / Σ periods: exact, not a mean of ratios
     threads: int | None  # the most seen
+    waiting: float | None = None  # CPU pressure (PSI some), mean share of the time
 
 
 def downsample(points: Sequence[SeriesPoint], max_points: int = MAX_POINTS) -> list[Bucket]:
@@ -93,12 +95,14 @@ def _merge(points: Sequence[SeriesPoint]) -> Bucket:
     periods = sum(p.periods or 0 for p in points if p.throttled_periods is not None)
     throttled = sum(p.throttled_periods or 0 for p in points if p.periods)
     threads = [p.threads for p in points if p.threads is not None]
+    waiting = [p.pressure_waiting_per_second for p in points if p.pressure_waiting_per_second is not None]
     return Bucket(
         ts=points[0].ts,
         usage_mcpu=sum(usages) / len(usages) if usages else None,
         usage_peak_mcpu=max(known_peaks) if known_peaks else None,
         throttle_ratio=throttle_ratio(throttled, periods),
         threads=max(threads) if threads else None,
+        waiting=sum(waiting) / len(waiting) if waiting else None,
     )
 
 
@@ -172,10 +176,13 @@ def container_figure(
     quota_ceiling_mcpu: int | None,
     target_ratio: float,
     resolution: str,
+    pressure: bool = True,
 ) -> go.Figure:
     """Stacked panels sharing the time axis: usage (mcpu) against the shares floor and quota ceiling, throttle
     ratio (%) against the target when the container has a quota, and threads. `resolution` is "raw" or "hourly"
-    (hourly adds p95). The axis starts at the first point; `since` only bounds it when there are no points."""
+    (hourly adds p95), with CPU pressure (% of the time some task waited) beside the ratio when the points carry
+    it and `pressure` is true (False: the pressure reads are not measurements, see advisor.pressure). The axis starts
+    at the first point; `since` only bounds it when there are no points."""
     buckets = downsample(points)
     merged = len(points) > MAX_POINTS  # buckets hold several raw points: their peak differs from their mean
     xs = [_x(b.ts) for b in buckets]
@@ -233,6 +240,20 @@ def container_figure(
                 yaxis="y2",
                 legendrank=5,
                 **_dot(lone, "ratio"),
+            )
+        )
+    if with_ratio and pressure and any(b.waiting is not None for b in buckets):
+        traces.append(
+            go.Scatter(
+                x=xs,
+                y=[_r(None if b.waiting is None else b.waiting * 100) for b in buckets],
+                name="CPU pressure (% of time waiting)",
+                mode=mode,
+                line={"color": COLOURS["pressure"], "width": 1.5},
+                hovertemplate="%{y:.1f}% of the time",
+                yaxis="y2",
+                legendrank=6,
+                **_dot(lone, "pressure"),
             )
         )
     traces.append(

@@ -12,6 +12,9 @@ from apps.clusters.models import Container, Node
 
 from .selectors import ReportLine, WindowStatus, report_lines, throttle_target, window_status
 
+# Rows the node page's tables show: a node may run thousands of pods, and a page of 15,000 rows is no page.
+MAX_TABLE_ROWS = 100
+
 
 @dataclass(frozen=True)
 class ShareHolder:
@@ -29,7 +32,8 @@ class NodePage:
     verdict: KernelVerdict
     holders: list[ShareHolder]
     requested_mcpu: int
-    throttled: list[ReportLine]
+    throttled: list[ReportLine]  # the MAX_TABLE_ROWS most throttled
+    throttled_total: int  # containers over the target, listed or not
     target: float
     status: WindowStatus
 
@@ -67,13 +71,16 @@ def node_page(node: Node, *, window: str = Window.HOUR) -> NodePage:
     throttled_qs = Finding.objects.filter(
         cluster_id=node.cluster_id, window=window, container__pod__node=node, throttle_ratio__gt=target
     ).select_related("container", "container__pod", "container__pod__node", "cluster")
-    throttled = report_lines(list(throttled_qs.order_by("-throttle_ratio", "namespace", "container__pod__name")))
+    ranked = throttled_qs.order_by("-throttle_ratio", "namespace", "container__pod__name", "container__name")
+    throttled = report_lines(list(ranked[:MAX_TABLE_ROWS]))
+    throttled_total = len(throttled) if len(throttled) < MAX_TABLE_ROWS else throttled_qs.count()
     return NodePage(
         node=node,
         verdict=kernel_verdict(node.kernel_version),
         holders=holders,
         requested_mcpu=sum(h.request_mcpu or 0 for h in holders),
         throttled=throttled,
+        throttled_total=throttled_total,
         target=target,
         status=window_status(
             node.cluster, window, container_ids=Container.objects.filter(pod__node=node).values_list("pk", flat=True)

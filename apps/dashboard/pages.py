@@ -12,10 +12,11 @@ from typing import Any
 from django.core.paginator import Paginator
 from django.http import Http404
 
-from apps.advisor.selectors import findings, recommendation_rows
-from apps.advisor.snippets import resource_change
+from apps.advisor.selectors import finding_pressure, findings, recommendation_rows
+from apps.advisor.snippets import in_place_resize, resource_change
 from apps.advisor.vocabulary import RECOMMENDATION_KINDS
 from apps.clusters.models import SourceKind
+from apps.clusters.visibility import Visibility
 from apps.verify import results
 from apps.words import plural
 
@@ -27,18 +28,26 @@ MAX_SHARE_BARS = 20  # pods drawn in the node's shares chart; the rest are summe
 FILTERS = ("kind", "min_throttle_ratio", "node", "workload")
 
 
-def overview_page() -> dict[str, Any]:
-    return {"o": selectors.overview()}
+def overview_page(visibility: Visibility) -> dict[str, Any]:
+    return {"o": selectors.overview(visibility=visibility), "limited": not visibility.everything}
 
 
-def cluster_page(cluster: str, window: str) -> dict[str, Any]:
-    obj = selectors.get_cluster(cluster)
-    return {"page": selectors.cluster_page(obj, window=window), "cluster": obj, "window": window}
+def cluster_page(cluster: str, window: str, visibility: Visibility) -> dict[str, Any]:
+    obj = selectors.get_cluster(cluster, visibility)
+    return {
+        "page": selectors.cluster_page(obj, window=window, visibility=visibility),
+        "cluster": obj,
+        "window": window,
+        "sees_nodes": visibility.sees_whole_cluster(obj.pk),
+    }
 
 
-def namespace_page(cluster: str, namespace: str, q: dict[str, Any], csv_query: str) -> dict[str, Any]:
+def namespace_page(
+    cluster: str, namespace: str, q: dict[str, Any], csv_query: str, visibility: Visibility
+) -> dict[str, Any]:
     """The namespace report: summary tiles, the window's status, one page of rows, the filter choices."""
-    obj = selectors.get_cluster(cluster)
+    obj = selectors.get_cluster(cluster, visibility)
+    selectors.require_visible_namespace(obj, namespace, visibility)
     summary = selectors.namespace_summary(obj, namespace, q["window"])
     if not summary.containers:
         selectors.require_namespace(obj, namespace)  # only asked when there is nothing to show
@@ -62,15 +71,17 @@ def namespace_page(cluster: str, namespace: str, q: dict[str, Any], csv_query: s
         "workloads": workloads,
         "filtered": any(q[k] not in (None, "") for k in FILTERS),
         "csv_query": csv_query,
+        "sees_nodes": visibility.sees_whole_cluster(obj.pk),
     }
 
 
-def pod_page(cluster: str, namespace: str, pod: str, window: str) -> dict[str, Any]:
+def pod_page(cluster: str, namespace: str, pod: str, window: str, visibility: Visibility) -> dict[str, Any]:
     """Each container's figures, chart, recommendations with the change that applies them, and explanation."""
-    obj = selectors.get_cluster(cluster)
-    pod_obj = selectors.get_pod(obj, namespace, pod)
+    obj = selectors.get_cluster(cluster, visibility)
+    pod_obj = selectors.get_pod(obj, namespace, pod, visibility)
     detail = selectors.pod_detail(pod_obj, window=window)
     target = selectors.throttle_target()
+    resources = [(c.container.name, c.container.request_mcpu, c.container.limit_mcpu) for c in detail.containers]
     containers = []
     for c in detail.containers:
         ceiling_mcpu = c.finding.quota_ceiling_mcpu if c.finding else None
@@ -82,6 +93,7 @@ def pod_page(cluster: str, namespace: str, pod: str, window: str) -> dict[str, A
             quota_ceiling_mcpu=ceiling_mcpu,
             target_ratio=target,
             resolution=detail.resolution,
+            pressure=c.finding is None or finding_pressure(c.finding).status != "not_measured",
         )
         recommendations = [
             {
@@ -95,6 +107,16 @@ def pod_page(cluster: str, namespace: str, pod: str, window: str) -> dict[str, A
                     request_mcpu=rec.get("suggested_request_mcpu"),
                     limit_mcpu=rec.get("suggested_limit_mcpu"),
                 ),
+                "resize": in_place_resize(
+                    namespace=namespace,
+                    pod=pod_obj.name,
+                    container=c.container.name,
+                    request_mcpu=rec.get("suggested_request_mcpu"),
+                    limit_mcpu=rec.get("suggested_limit_mcpu"),
+                    kubelet_version=pod_obj.node.kubelet_version if pod_obj.node else "",
+                    qos_class=pod_obj.qos_class,
+                    containers=resources,
+                ),
             }
             for rec in (c.finding.recommendations if c.finding else [])
         ]
@@ -106,6 +128,7 @@ def pod_page(cluster: str, namespace: str, pod: str, window: str) -> dict[str, A
                 "chart_json": charts.figure_json(figure) if c.points else None,
                 "chart_note": charts.lone_point_note(c.points, detail.resolution),
                 "chart_has_ratio": charts.has_quota(c.points, ceiling_mcpu),
+                "spec_differs": _spec_differs(c.container),
                 **_limit_curve(c, recommendations, target),
             }
         )
@@ -117,7 +140,14 @@ def pod_page(cluster: str, namespace: str, pod: str, window: str) -> dict[str, A
         "containers": containers,
         "window": window,
         "target": target,
+        "sees_nodes": visibility.sees_whole_cluster(obj.pk),
     }
+
+
+def _spec_differs(container: Any) -> bool:
+    """Whether the spec asks other resources than the runtime applied (an in-place resize not yet done)."""
+    spec = (container.spec_request_mcpu, container.spec_limit_mcpu)
+    return spec != (None, None) and spec != (container.request_mcpu, container.limit_mcpu)
 
 
 def _limit_curve(c: Any, recommendations: list[dict[str, Any]], target: float) -> dict[str, Any]:
@@ -144,11 +174,11 @@ def _limit_curve(c: Any, recommendations: list[dict[str, Any]], target: float) -
     return {"curve_json": charts.figure_json(figure), "curve_plan": planned, "curve_limit_mcpu": limit}
 
 
-def node_page(cluster: str, node: str, window: str) -> dict[str, Any]:
-    """The node's verdict, its share holders as a chart (the largest MAX_SHARE_BARS, the rest summed), its
-    throttled containers and what the kernel probe measured."""
-    obj = selectors.get_cluster(cluster)
-    node_obj = selectors.get_node(obj, node)
+def node_page(cluster: str, node: str, window: str, visibility: Visibility) -> dict[str, Any]:
+    """The node's verdict, its share holders as a chart (the largest MAX_SHARE_BARS, the rest summed) and a table
+    (the largest nodes.MAX_TABLE_ROWS), its most throttled containers and what the kernel probe measured."""
+    obj = selectors.get_cluster(cluster, visibility)
+    node_obj = selectors.get_node(obj, node, visibility)
     page = nodes.node_page(node_obj, window=window)
     shown = page.holders[:MAX_SHARE_BARS]
     labels = [f"{h.namespace}/{h.pod}" for h in shown]
@@ -166,15 +196,20 @@ def node_page(cluster: str, node: str, window: str) -> dict[str, Any]:
         "page": page,
         "window": window,
         "target": page.target,
+        "holders_shown": page.holders[: nodes.MAX_TABLE_ROWS],
+        "holders_more": max(0, len(page.holders) - nodes.MAX_TABLE_ROWS),
+        "throttled_more": page.throttled_total - len(page.throttled),
         "chart_json": charts.figure_json(charts.shares_figure(labels, requests, fractions)) if shown else None,
         "probe": probe,
         "probe_figures": _probe_figures(probe) if probe else [],
     }
 
 
-def lab_verify_page(cluster: str) -> dict[str, Any]:
+def lab_verify_page(cluster: str, visibility: Visibility) -> dict[str, Any]:
     """The last `lab verify` on this machine, judged by its goals: only the lab cluster has one."""
-    obj = selectors.get_cluster(cluster)
+    obj = selectors.get_cluster(cluster, visibility)
+    if not visibility.sees_whole_cluster(obj.pk):
+        raise Http404(f"No cluster named {cluster!r}.")
     if obj.source != SourceKind.LAB:
         raise Http404(f"{obj.name} is not the lab: only the lab's own cgroups can be verified.")
     last, error = results.load()
@@ -189,17 +224,21 @@ def lab_verify_page(cluster: str) -> dict[str, Any]:
     }
 
 
-def namespace_recommendations(cluster: str, namespace: str, q: dict[str, Any]) -> tuple[str, Iterator[dict[str, Any]]]:
+def namespace_recommendations(
+    cluster: str, namespace: str, q: dict[str, Any], visibility: Visibility
+) -> tuple[str, Iterator[dict[str, Any]]]:
     """The cluster's name and the namespace's recommendation rows, filtered and sorted as its report is."""
-    obj = selectors.get_cluster(cluster)
-    selectors.require_namespace(obj, namespace)
+    obj = selectors.get_cluster(cluster, visibility)
+    selectors.require_namespace(obj, namespace, visibility)
     rows = report_queryset(obj, namespace, q).iterator(chunk_size=500)
     return obj.name, _only_kind(recommendation_rows(rows), q["kind"])
 
 
-def cluster_recommendations(cluster: str, q: dict[str, Any]) -> tuple[str, Iterator[dict[str, Any]]]:
-    """The cluster's name and its recommendation rows across namespaces, filtered."""
-    obj = selectors.get_cluster(cluster)
+def cluster_recommendations(
+    cluster: str, q: dict[str, Any], visibility: Visibility
+) -> tuple[str, Iterator[dict[str, Any]]]:
+    """The cluster's name and its recommendation rows across the namespaces the viewer sees, filtered."""
+    obj = selectors.get_cluster(cluster, visibility)
     rows = findings(
         obj,
         window=q["window"],
@@ -208,6 +247,7 @@ def cluster_recommendations(cluster: str, q: dict[str, Any]) -> tuple[str, Itera
         node=q["node"] or None,
         workload=q["workload"] or None,
     )
+    rows = visibility.filter(rows)
     return obj.name, _only_kind(recommendation_rows(rows.iterator(chunk_size=500)), q["kind"])
 
 

@@ -34,6 +34,7 @@ from apps.advisor.selectors import (
 )
 from apps.advisor.vocabulary import VERDICTS
 from apps.clusters.models import Cluster, Container, Node, Pod
+from apps.clusters.visibility import EVERYTHING, Visibility
 from apps.collector.models import CollectionRun
 from apps.telemetry.selectors import SeriesPoint, container_series
 
@@ -52,6 +53,8 @@ SORT_FIELDS: dict[str, tuple[str, ...]] = {
     "usage_p95_mcpu": ("usage_p95_mcpu",),
     "throttle_ratio": ("throttle_ratio",),
     "throttled_seconds_per_second": ("throttled_seconds_per_second",),
+    # The impact of throttling where CPU pressure is collected: the share of the time the container waited.
+    "pressure_waiting_per_second": ("pressure_waiting_per_second",),
     "threads": ("threads",),
     "kernel_verdict": ("kernel_verdict",),
     # Most severe first when ascending: severity_rank is 0 critical … 2 info, 9 none.
@@ -104,31 +107,42 @@ def window_status(
 # --- lookups that 404 --------------------------------------------------------------------------------------------
 
 
-def get_cluster(name: str) -> Cluster:
-    try:
-        return Cluster.objects.get(name=name)
-    except Cluster.DoesNotExist:
-        raise Http404(f"No cluster named {name!r}.") from None
+# Outside the viewer's scope, a lookup answers as if nothing were there: the 404 says no more than for a typo.
 
 
-def require_namespace(cluster: Cluster, namespace: str) -> None:
-    """404 unless some pod of the cluster was ever seen in `namespace`."""
+def get_cluster(name: str, visibility: Visibility = EVERYTHING) -> Cluster:
+    cluster = Cluster.objects.filter(name=name).first()
+    if cluster is None or not visibility.sees_cluster(cluster.pk):
+        raise Http404(f"No cluster named {name!r}.")
+    return cluster
+
+
+def require_visible_namespace(cluster: Cluster, namespace: str, visibility: Visibility) -> None:
+    if not visibility.sees_namespace(cluster.pk, namespace):
+        raise Http404(f"No namespace {namespace!r} in cluster {cluster.name!r}.")
+
+
+def require_namespace(cluster: Cluster, namespace: str, visibility: Visibility = EVERYTHING) -> None:
+    """404 unless the viewer sees `namespace` and some pod of the cluster was ever seen in it."""
+    require_visible_namespace(cluster, namespace, visibility)
     if not Pod.objects.filter(cluster=cluster, namespace=namespace).exists():
         raise Http404(f"No namespace {namespace!r} in cluster {cluster.name!r}.")
 
 
-def get_pod(cluster: Cluster, namespace: str, name: str) -> Pod:
+def get_pod(cluster: Cluster, namespace: str, name: str, visibility: Visibility = EVERYTHING) -> Pod:
+    require_visible_namespace(cluster, namespace, visibility)
     try:
         return Pod.objects.select_related("node").get(cluster=cluster, namespace=namespace, name=name)
     except Pod.DoesNotExist:
         raise Http404(f"No pod {namespace}/{name} in cluster {cluster.name!r}.") from None
 
 
-def get_node(cluster: Cluster, name: str) -> Node:
-    try:
-        return Node.objects.get(cluster=cluster, name=name)
-    except Node.DoesNotExist:
-        raise Http404(f"No node {name!r} in cluster {cluster.name!r}.") from None
+def get_node(cluster: Cluster, name: str, visibility: Visibility = EVERYTHING) -> Node:
+    """A node page lists every namespace's pods on the node: it needs the whole cluster."""
+    node = Node.objects.filter(cluster=cluster, name=name).first()
+    if node is None or not visibility.sees_whole_cluster(cluster.pk):
+        raise Http404(f"No node {name!r} in cluster {cluster.name!r}.")
+    return node
 
 
 # --- overview ----------------------------------------------------------------------------------------------------
@@ -183,18 +197,21 @@ class Overview:
         )
 
 
-def overview(*, now: datetime | None = None, top: int = 10) -> Overview:
-    """Every cluster with its last run and node verdicts, and the `top` most throttled workloads of the last hour."""
+def overview(*, now: datetime | None = None, top: int = 10, visibility: Visibility = EVERYTHING) -> Overview:
+    """Every cluster the viewer sees, with its last run and node verdicts, and the `top` most throttled workloads of
+    the last hour (counts and verdicts over what the viewer sees)."""
     now = now or timezone.now()
     interval_s = int(settings.CPUTUNE_COLLECT_INTERVAL)
     latest = CollectionRun.objects.filter(cluster=OuterRef("pk")).order_by("-started_at").values("pk")[:1]
+    node_q = visibility.node_q()
     clusters = list(
-        Cluster.objects.annotate(
-            node_count=Subquery(_count_of(Node)),
-            pod_count=Subquery(_count_of(Pod)),
+        visibility.clusters(Cluster.objects.all()).annotate(
+            node_count=Subquery(_count_of(Node, node_q)),
+            pod_count=Subquery(_count_of(Pod, visibility.q())),
             last_run_id=Subquery(latest),
             last_seen=Subquery(
                 Node.objects.filter(cluster=OuterRef("pk"))
+                .filter(node_q)
                 .order_by(F("last_seen").desc(nulls_last=True))
                 .values("last_seen")[:1]
             ),
@@ -205,7 +222,7 @@ def overview(*, now: datetime | None = None, top: int = 10) -> Overview:
         run.cluster_id: run
         for run in CollectionRun.objects.filter(pk__in=run_ids).annotate(problem_count=Count("problems"))
     }
-    per_cluster_verdicts = node_verdict_counts()
+    per_cluster_verdicts = node_verdict_counts(visibility=visibility)
     rows = []
     for cluster in clusters:
         run = last_runs.get(cluster.pk)
@@ -229,7 +246,7 @@ def overview(*, now: datetime | None = None, top: int = 10) -> Overview:
         total.update(counts)
     return Overview(
         clusters=rows,
-        workloads=most_throttled_workloads(top=top),
+        workloads=most_throttled_workloads(top=top, visibility=visibility),
         verdicts={v: total.get(v, 0) for v in VERDICTS},
         target=throttle_target(),
         interval_s=interval_s,
@@ -245,28 +262,36 @@ def _overview_status(cluster: Cluster, run: CollectionRun | None, interval_s: in
     return WindowStatus(coverage, next_at)
 
 
-def _count_of(model: type[Node] | type[Pod]) -> QuerySet:
-    """A correlated count of the cluster's rows of `model` (avoids joining nodes × pods in one GROUP BY)."""
-    return model.objects.filter(cluster=OuterRef("pk")).order_by().values("cluster").annotate(n=Count("pk")).values("n")
+def _count_of(model: type[Node] | type[Pod], visible: Q) -> QuerySet:
+    """A correlated count of the cluster's rows of `model` the viewer sees (avoids joining nodes × pods in one
+    GROUP BY)."""
+    rows = model.objects.filter(cluster=OuterRef("pk")).filter(visible)
+    return rows.order_by().values("cluster").annotate(n=Count("pk")).values("n")
 
 
-def node_verdict_counts(cluster: Cluster | None = None) -> dict[int, dict[str, int]]:
-    """Nodes per kernel verdict, per cluster id. One query over distinct kernel versions; verdicts are cached."""
+def node_verdict_counts(
+    cluster: Cluster | None = None, visibility: Visibility = EVERYTHING
+) -> dict[int, dict[str, int]]:
+    """Nodes the viewer sees per kernel verdict, per cluster id. One query over distinct kernel versions; verdicts
+    are cached."""
     qs = Node.objects.all() if cluster is None else Node.objects.filter(cluster=cluster)
+    qs = qs.filter(visibility.node_q())
     out: dict[int, dict[str, int]] = defaultdict(lambda: dict.fromkeys(VERDICTS, 0))
     for cluster_id, version, n in qs.values_list("cluster_id", "kernel_version").annotate(n=Count("id")):
         out[cluster_id][kernel_verdict(version).verdict] += n
     return dict(out)
 
 
-def most_throttled_workloads(*, top: int = 10, window: str = Window.HOUR) -> list[WorkloadRow]:
+def most_throttled_workloads(
+    *, top: int = 10, window: str = Window.HOUR, visibility: Visibility = EVERYTHING
+) -> list[WorkloadRow]:
     """Workloads (pods grouped by owner; a bare pod stands for itself) by their worst container's throttle ratio.
 
     Only workloads with a ratio above 0 are listed; ties go to the one losing more seconds per second.
     """
     workload = Coalesce(NullIf(F("container__pod__workload_name"), Value("")), F("container__pod__name"))
     qs = (
-        Finding.objects.filter(window=window, throttle_ratio__gt=0)
+        visibility.filter(Finding.objects.filter(window=window, throttle_ratio__gt=0))
         .values("cluster__name", "namespace", "container__pod__workload_kind")
         .annotate(
             workload=workload,
@@ -331,8 +356,11 @@ class ClusterPage:
     status: WindowStatus
 
 
-def cluster_page(cluster: Cluster, *, window: str = Window.HOUR, runs: int = 5) -> ClusterPage:
-    """Namespaces (containers, over target, worst ratio), nodes with kernel verdicts, and the last `runs` runs."""
+def cluster_page(
+    cluster: Cluster, *, window: str = Window.HOUR, runs: int = 5, visibility: Visibility = EVERYTHING
+) -> ClusterPage:
+    """Namespaces (containers, over target, worst ratio), nodes with kernel verdicts, and the last `runs` runs —
+    what the viewer sees of them (runs, whose problems name any namespace, only with the whole cluster)."""
     target = throttle_target()
     namespaces = [
         NamespaceRow(
@@ -344,7 +372,7 @@ def cluster_page(cluster: Cluster, *, window: str = Window.HOUR, runs: int = 5) 
             measured=r["measured"],
             lifetime=_worst_is_lifetime(r["worst"], r["worst_in_window"]),
         )
-        for r in Finding.objects.filter(cluster=cluster, window=window)
+        for r in visibility.filter(Finding.objects.filter(cluster=cluster, window=window))
         .values("namespace")
         .annotate(
             containers=Count("id"),
@@ -358,14 +386,19 @@ def cluster_page(cluster: Cluster, *, window: str = Window.HOUR, runs: int = 5) 
     ]
     # Namespaces whose pods have no finding in this window (not seen since it started) still get a row.
     known = {row.namespace for row in namespaces}
-    for ns in Pod.objects.filter(cluster=cluster).values_list("namespace", flat=True).distinct().order_by("namespace"):
+    pods = visibility.filter(Pod.objects.filter(cluster=cluster))
+    for ns in pods.values_list("namespace", flat=True).distinct().order_by("namespace"):
         if ns not in known:
             namespaces.append(NamespaceRow(ns, 0, 0, None, 0))
     nodes = [
         NodeRow(node=node, verdict=kernel_verdict(node.kernel_version), pods=node.pod_count)
-        for node in Node.objects.filter(cluster=cluster).annotate(pod_count=Count("pods"))
+        for node in visibility.nodes(cluster.pk)
     ]
-    last_runs = list(CollectionRun.objects.filter(cluster=cluster).prefetch_related("problems")[:runs])
+    last_runs = (
+        list(CollectionRun.objects.filter(cluster=cluster).prefetch_related("problems")[:runs])
+        if visibility.sees_whole_cluster(cluster.pk)
+        else []
+    )
     next_at = last_runs[0].started_at + timedelta(seconds=int(settings.CPUTUNE_COLLECT_INTERVAL)) if last_runs else None
     coverage = window_coverage(cluster, window)
     status = WindowStatus(coverage, coverage.next_refresh_at or next_at)

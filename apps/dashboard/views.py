@@ -16,6 +16,7 @@ from django.utils.http import content_disposition_header
 
 from apps.advisor.export import recommendations_csv_filename, stream_csv
 from apps.advisor.selectors import RECOMMENDATION_FIELDS
+from apps.clusters.visibility import for_user
 
 from . import pages
 from .forms import BadQuery, ReportForm, WindowForm, parse
@@ -37,48 +38,54 @@ def bad_query_is_400(view: View) -> View:
 
 
 def overview(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/overview.html", pages.overview_page())
+    return render(request, "dashboard/overview.html", pages.overview_page(for_user(request.user)))
 
 
 @bad_query_is_400
 def cluster(request: HttpRequest, cluster: str) -> HttpResponse:
     window = parse(WindowForm, request.GET)["window"]
-    return render(request, "dashboard/cluster.html", pages.cluster_page(cluster, window))
+    return render(request, "dashboard/cluster.html", pages.cluster_page(cluster, window, for_user(request.user)))
 
 
 @bad_query_is_400
 def namespace(request: HttpRequest, cluster: str, namespace: str) -> HttpResponse:
     q = parse(ReportForm, request.GET)
-    return render(request, "dashboard/namespace.html", pages.namespace_page(cluster, namespace, q, _csv_query(request)))
+    return render(
+        request,
+        "dashboard/namespace.html",
+        pages.namespace_page(cluster, namespace, q, _csv_query(request), for_user(request.user)),
+    )
 
 
 @bad_query_is_400
 def pod(request: HttpRequest, cluster: str, namespace: str, pod: str) -> HttpResponse:
     window = parse(WindowForm, request.GET)["window"]
-    return render(request, "dashboard/pod.html", pages.pod_page(cluster, namespace, pod, window))
+    return render(
+        request, "dashboard/pod.html", pages.pod_page(cluster, namespace, pod, window, for_user(request.user))
+    )
 
 
 def lab_verify(request: HttpRequest, cluster: str) -> HttpResponse:
-    return render(request, "dashboard/lab_verify.html", pages.lab_verify_page(cluster))
+    return render(request, "dashboard/lab_verify.html", pages.lab_verify_page(cluster, for_user(request.user)))
 
 
 @bad_query_is_400
 def node(request: HttpRequest, cluster: str, node: str) -> HttpResponse:
     window = parse(WindowForm, request.GET)["window"]
-    return render(request, "dashboard/node.html", pages.node_page(cluster, node, window))
+    return render(request, "dashboard/node.html", pages.node_page(cluster, node, window, for_user(request.user)))
 
 
 @bad_query_is_400
 def namespace_csv(request: HttpRequest, cluster: str, namespace: str) -> StreamingHttpResponse:
     q = parse(ReportForm, request.GET)
-    name, rows = pages.namespace_recommendations(cluster, namespace, q)
+    name, rows = pages.namespace_recommendations(cluster, namespace, q, for_user(request.user))
     return _csv_response(rows, recommendations_csv_filename(cluster=name, namespace=namespace, window=q["window"]))
 
 
 @bad_query_is_400
 def cluster_csv(request: HttpRequest, cluster: str) -> StreamingHttpResponse:
     q = parse(ReportForm, request.GET)
-    name, rows = pages.cluster_recommendations(cluster, q)
+    name, rows = pages.cluster_recommendations(cluster, q, for_user(request.user))
     return _csv_response(rows, recommendations_csv_filename(cluster=name, window=q["window"]))
 
 

@@ -34,6 +34,19 @@ def throttled_us_per_period(throttled_us: float, periods: float) -> float:
     return throttled_us / periods if periods > 0 else 0.0
 
 
+def consistency_problem(periods: float, throttled_periods: float) -> str | None:
+    """Why a reading's period counts contradict each other (more throttled periods than periods), or None."""
+    if throttled_periods > periods:
+        return f"throttled periods ({throttled_periods:g}) exceed periods ({periods:g})"
+    return None
+
+
+def periods_deltas_agree(periods_delta: float | None, throttled_delta: float | None) -> bool:
+    """False when an interval counts more throttled periods than periods (counters reset out of step, a forged
+    reading): such an interval gives no ratio. A missing side is no contradiction."""
+    return periods_delta is None or throttled_delta is None or throttled_delta <= periods_delta
+
+
 def check_counter(name: str, value: float | int | None) -> None:
     """Raise BadCounter when a cumulative counter's value cannot be real; None (not reported) is fine."""
     if value is None:

@@ -28,6 +28,8 @@ class Sample(models.Model):
     throttled_periods_total = models.BigIntegerField(null=True)
     throttled_seconds_total = models.FloatField(null=True)
     usage_seconds_total = models.FloatField(null=True)
+    pressure_waiting_seconds_total = models.FloatField(null=True, help_text="PSI cpu some total (s).")
+    pressure_stalled_seconds_total = models.FloatField(null=True, help_text="PSI cpu full total (s).")
     threads = models.IntegerField(null=True)
 
     interval_s = models.FloatField(null=True, help_text="Seconds since the previous sample; null for the first.")
@@ -35,6 +37,8 @@ class Sample(models.Model):
     throttled_periods_delta = models.BigIntegerField(null=True)
     throttled_seconds_delta = models.FloatField(null=True)
     usage_seconds_delta = models.FloatField(null=True)
+    pressure_waiting_seconds_delta = models.FloatField(null=True)
+    pressure_stalled_seconds_delta = models.FloatField(null=True)
     reset = models.BooleanField(default=False, help_text="A counter went backwards: a new container or a restart.")
 
     class Meta:
@@ -58,6 +62,8 @@ class HourlyRollup(models.Model):
     throttled_periods = models.BigIntegerField(null=True)
     throttled_seconds = models.FloatField(null=True)
     usage_seconds = models.FloatField(null=True)
+    pressure_waiting_seconds = models.FloatField(null=True)
+    pressure_stalled_seconds = models.FloatField(null=True)
     usage_p95_mcpu = models.FloatField(null=True)
     usage_max_mcpu = models.FloatField(null=True)
     threads_max = models.IntegerField(null=True)
@@ -79,6 +85,8 @@ class SeriesHead(models.Model):
     throttled_periods_total = models.BigIntegerField(null=True)
     throttled_seconds_total = models.FloatField(null=True)
     usage_seconds_total = models.FloatField(null=True)
+    pressure_waiting_seconds_total = models.FloatField(null=True)
+    pressure_stalled_seconds_total = models.FloatField(null=True)
 
     def __str__(self) -> str:
         return f"head {self.container_id} @ {self.ts.isoformat()}"

@@ -29,6 +29,10 @@ class CounterReading:
     throttled_periods_total: int | None = None  # nr_throttled
     throttled_seconds_total: float | None = None  # throttled_time, summed over threads
     usage_seconds_total: float | None = None  # CPU time consumed
+    # CPU pressure (PSI, cgroup v2 cpu.pressure): time some task waited for CPU ("some"), time all non-idle tasks
+    # did ("full"); the kubelet's container_pressure_cpu_waiting/stalled_seconds_total.
+    pressure_waiting_seconds_total: float | None = None
+    pressure_stalled_seconds_total: float | None = None
     threads: int | None = None
     period_us: int | None = None  # cpu.cfs_period_us as read, when the source reports it
     quota_us: int | None = None  # cpu.cfs_quota_us as read (None: no quota)

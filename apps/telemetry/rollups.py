@@ -17,13 +17,16 @@ from .models import HourlyRollup, Sample
 # them into Python took the worker many seconds and over a gigabyte on every findings refresh.
 _ROLLUP = """
 INSERT INTO telemetry_hourlyrollup (container_id, hour, samples, covered_seconds, periods, throttled_periods,
-    throttled_seconds, usage_seconds, usage_p95_mcpu, usage_max_mcpu, threads_max)
+    throttled_seconds, usage_seconds, pressure_waiting_seconds, pressure_stalled_seconds, usage_p95_mcpu,
+    usage_max_mcpu, threads_max)
 SELECT container_id, date_trunc('hour', ts), count(*),
     coalesce(sum(interval_s) FILTER (WHERE used), 0),
     sum(periods_delta) FILTER (WHERE used),
     sum(throttled_periods_delta) FILTER (WHERE used),
     sum(throttled_seconds_delta) FILTER (WHERE used),
     sum(usage_seconds_delta) FILTER (WHERE used),
+    sum(pressure_waiting_seconds_delta) FILTER (WHERE used),
+    sum(pressure_stalled_seconds_delta) FILTER (WHERE used),
     percentile_disc(0.95) WITHIN GROUP (ORDER BY usage_seconds_delta / interval_s * 1000.0) FILTER (WHERE used),
     max(usage_seconds_delta / interval_s * 1000.0) FILTER (WHERE used),
     max(threads)
@@ -35,7 +38,8 @@ GROUP BY container_id, date_trunc('hour', ts)
 ON CONFLICT (container_id, hour) DO UPDATE SET samples = excluded.samples,
     covered_seconds = excluded.covered_seconds, periods = excluded.periods,
     throttled_periods = excluded.throttled_periods, throttled_seconds = excluded.throttled_seconds,
-    usage_seconds = excluded.usage_seconds, usage_p95_mcpu = excluded.usage_p95_mcpu,
+    usage_seconds = excluded.usage_seconds, pressure_waiting_seconds = excluded.pressure_waiting_seconds,
+    pressure_stalled_seconds = excluded.pressure_stalled_seconds, usage_p95_mcpu = excluded.usage_p95_mcpu,
     usage_max_mcpu = excluded.usage_max_mcpu, threads_max = excluded.threads_max
 """
 
@@ -74,6 +78,8 @@ def rollup_hours(*, now: datetime | None = None, hours: int = 2, method: str = "
             "throttled_seconds_delta",
             "usage_seconds_delta",
             "threads",
+            "pressure_waiting_seconds_delta",
+            "pressure_stalled_seconds_delta",
         )
     )
     groups: dict[tuple[int, datetime], list[tuple]] = {}
@@ -94,6 +100,8 @@ def rollup_hours(*, now: datetime | None = None, hours: int = 2, method: str = "
                 "throttled_periods",
                 "throttled_seconds",
                 "usage_seconds",
+                "pressure_waiting_seconds",
+                "pressure_stalled_seconds",
                 "usage_p95_mcpu",
                 "usage_max_mcpu",
                 "threads_max",
@@ -104,11 +112,11 @@ def rollup_hours(*, now: datetime | None = None, hours: int = 2, method: str = "
 
 def _rollup(container_id: int, hour: datetime, rows: list[tuple], max_gap_s: float) -> HourlyRollup:
     periods = throttled = None
-    throttled_s = usage_s = None
+    throttled_s = usage_s = waiting_s = stalled_s = None
     covered = 0.0
     usages: list[float] = []
     threads_max = None
-    for _cid, _ts, interval_s, d_periods, d_throttled, d_throttled_s, d_usage_s, threads in rows:
+    for _cid, _ts, interval_s, d_periods, d_throttled, d_throttled_s, d_usage_s, threads, d_waiting, d_stalled in rows:
         if threads is not None:
             threads_max = threads if threads_max is None else max(threads_max, threads)
         if interval_s is None or interval_s <= 0 or interval_s > max_gap_s:
@@ -123,6 +131,10 @@ def _rollup(container_id: int, hour: datetime, rows: list[tuple], max_gap_s: flo
         if d_usage_s is not None:
             usage_s = (usage_s or 0.0) + d_usage_s
             usages.append(d_usage_s / interval_s * 1000.0)
+        if d_waiting is not None:
+            waiting_s = (waiting_s or 0.0) + d_waiting
+        if d_stalled is not None:
+            stalled_s = (stalled_s or 0.0) + d_stalled
     usages.sort()
     return HourlyRollup(
         container_id=container_id,
@@ -133,6 +145,8 @@ def _rollup(container_id: int, hour: datetime, rows: list[tuple], max_gap_s: flo
         throttled_periods=throttled,
         throttled_seconds=throttled_s,
         usage_seconds=usage_s,
+        pressure_waiting_seconds=waiting_s,
+        pressure_stalled_seconds=stalled_s,
         usage_p95_mcpu=_nearest_rank(usages, 0.95),
         usage_max_mcpu=usages[-1] if usages else None,
         threads_max=threads_max,

@@ -30,6 +30,13 @@ class SeriesPoint:
     periods: int | None
     throttled_periods: int | None
     threads: int | None
+    # CPU pressure (PSI) seconds per second: some task waiting for CPU / all of them; None where not reported.
+    pressure_waiting_per_second: float | None = None
+    pressure_stalled_per_second: float | None = None
+
+
+def _per_second(seconds: float | None, span: float) -> float | None:
+    return None if seconds is None else seconds / span
 
 
 def container_series(
@@ -57,9 +64,13 @@ def container_series(
                 "throttled_seconds_delta",
                 "usage_seconds_delta",
                 "threads",
+                "pressure_waiting_seconds_delta",
+                "pressure_stalled_seconds_delta",
             )
         )
-        for cid, ts, interval_s, periods, throttled, throttled_s, usage_s, threads in rows.iterator(chunk_size=20000):
+        for cid, ts, interval_s, periods, throttled, throttled_s, usage_s, threads, waiting, stalled in rows.iterator(
+            chunk_size=20000
+        ):
             if not interval_s or interval_s <= 0:
                 continue
             out[cid].append(
@@ -68,10 +79,12 @@ def container_series(
                     usage_mcpu=None if usage_s is None else usage_s / interval_s * 1000.0,
                     usage_p95_mcpu=None,
                     throttle_ratio=throttle_ratio(throttled, periods),
-                    throttled_seconds_per_second=None if throttled_s is None else throttled_s / interval_s,
+                    throttled_seconds_per_second=_per_second(throttled_s, interval_s),
                     periods=periods,
                     throttled_periods=throttled,
                     threads=threads,
+                    pressure_waiting_per_second=_per_second(waiting, interval_s),
+                    pressure_stalled_per_second=_per_second(stalled, interval_s),
                 )
             )
         return "raw", dict(out)
@@ -92,9 +105,13 @@ def container_series(
             "usage_seconds",
             "usage_p95_mcpu",
             "threads_max",
+            "pressure_waiting_seconds",
+            "pressure_stalled_seconds",
         )
     )
-    for cid, hour, covered, periods, throttled, throttled_s, usage_s, p95, threads in hours.iterator(chunk_size=20000):
+    for cid, hour, covered, periods, throttled, throttled_s, usage_s, p95, threads, waiting, stalled in hours.iterator(
+        chunk_size=20000
+    ):
         if not covered:
             continue
         out[cid].append(
@@ -103,10 +120,12 @@ def container_series(
                 usage_mcpu=None if usage_s is None else usage_s / covered * 1000.0,
                 usage_p95_mcpu=p95,
                 throttle_ratio=throttle_ratio(throttled, periods),
-                throttled_seconds_per_second=None if throttled_s is None else throttled_s / covered,
+                throttled_seconds_per_second=_per_second(throttled_s, covered),
                 periods=periods,
                 throttled_periods=throttled,
                 threads=threads,
+                pressure_waiting_per_second=_per_second(waiting, covered),
+                pressure_stalled_per_second=_per_second(stalled, covered),
             )
         )
     return "hourly", dict(out)
@@ -132,6 +151,8 @@ SAMPLE_FIELDS = (
     "periods_total",
     "throttled_periods_total",
     "usage_seconds_total",
+    "pressure_waiting_seconds_delta",
+    "pressure_stalled_seconds_delta",
 )
 ROLLUP_FIELDS = (
     "container_id",
@@ -145,6 +166,8 @@ ROLLUP_FIELDS = (
     "usage_p95_mcpu",
     "usage_max_mcpu",
     "threads_max",
+    "pressure_waiting_seconds",
+    "pressure_stalled_seconds",
 )
 _SAMPLE_COLUMNS_SQL = ", ".join(SAMPLE_FIELDS)
 _ROLLUP_COLUMNS_SQL = ", ".join(ROLLUP_FIELDS)

@@ -214,9 +214,14 @@ def test_collect_reads_a_throttled_container_from_real_cgroups():
         assert usage_ns <= runtime_after_ns - runtime_at_join_ns + slack_ns
 
         # The pod-level cgroup is read too: no pod quota here, cpuacct is hierarchical, tasks summed over children.
+        # collect() reads the pod before its containers, so the spinning task's later nanoseconds are not in it yet:
+        # the same schedstat bracket holds, not pod >= container.
         assert pod["qos_class"] == "Burstable"
         assert pod["quota_us"] is None
-        assert pod["usage_seconds_total"] is not None and pod["usage_seconds_total"] >= usage_s
+        pod_usage_s = pod["usage_seconds_total"]
+        assert pod_usage_s is not None
+        assert runtime_before_ns - runtime_at_join_ns - slack_ns <= pod_usage_s * 1e9
+        assert pod_usage_s * 1e9 <= runtime_after_ns - runtime_at_join_ns + slack_ns
         assert pod["threads"] == 1
 
         # Without any root the agent finds the mounts itself and sees the same container on the real hierarchy.
@@ -279,9 +284,10 @@ def test_the_period_sampler_accounts_for_every_period_and_microsecond_of_a_throt
     assert len(figures) >= 10  # ~15 periods of 100 ms in 1.5 s
     # Every microsecond the kernel added is in some period's figure, but for what a missed period had. One spinning
     # thread waits about a period per period; a late period timer on this loaded machine can stretch a throttled
-    # stretch past that, never past the period on every CPU (the ingest's bound).
+    # stretch past that, never past the period on every CPU (the ingest's bound). The throttled time of the period
+    # running at the bracketing read can land after the sampler's own first read: one period more (seen once).
     most_us = PERIOD_US * (os.cpu_count() or 1)
-    assert 0 <= throttled_us - sum(figures) <= missed * most_us
+    assert 0 <= throttled_us - sum(figures) <= (missed + 1) * most_us
     # The kernel unthrottles other CPUs' run queues asynchronously, so a throttled period's time can be read a poll
     # after the period was counted and land with the next one: one period either way (seen once in CI).
     assert abs(sum(f > 0 for f in figures) - throttled) <= missed + 1

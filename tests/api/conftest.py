@@ -24,8 +24,14 @@ def read_key(api_user) -> str:
 
 
 @pytest.fixture()
-def ingest_key(api_user) -> str:
-    return create_token(api_user, "ingest")[1]
+def ingest_cluster(demo) -> Cluster:
+    """The cluster `ingest_key` belongs to (every ingest token has one); modules that push override it."""
+    return demo
+
+
+@pytest.fixture()
+def ingest_key(api_user, ingest_cluster) -> str:
+    return create_token(api_user, "ingest", cluster=ingest_cluster)[1]
 
 
 @pytest.fixture()

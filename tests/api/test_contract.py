@@ -20,6 +20,8 @@ CONTRACT_REPORT_FIELDS = [
     "limit_mcpu", "node_cpus", "shares", "shares_floor_mcpu", "quota_ceiling_mcpu", "period_us", "usage_avg_mcpu",
     "usage_p95_mcpu", "throttle_ratio", "throttled_seconds_per_second", "periods", "throttled_periods", "threads",
     "kernel_version", "kernel_verdict", "window_start", "window_end", "recommendations",
+    # Added at the end (2026-12): CPU pressure.
+    "pressure_waiting_per_second", "pressure_stalled_per_second", "pressure_status",
 ]  # fmt: skip
 CONTRACT_RECOMMENDATION_KEYS = [
     "kind", "severity", "summary", "detail", "suggested_request_mcpu", "suggested_limit_mcpu",
@@ -31,7 +33,7 @@ CONTRACT_CSV_COLUMNS = [
     "kernel_verdict",
     # Added at the end, as the contract allows: earlier columns keep their names and places.
     "window_start", "window_end", "computed_at", "periods", "kubectl_command", "expected_throttle_ratio_max",
-    "expected_basis",
+    "expected_basis", "pressure_waiting_per_second", "pressure_status",
 ]  # fmt: skip
 
 CONTAINERS = "/api/v1/clusters/demo/namespaces/{ns}/containers/"

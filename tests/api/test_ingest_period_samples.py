@@ -47,6 +47,11 @@ def cluster() -> Cluster:
 
 
 @pytest.fixture()
+def ingest_cluster(cluster) -> Cluster:
+    return cluster
+
+
+@pytest.fixture()
 def pusher(client_for, ingest_key):
     return client_for(ingest_key)
 

@@ -63,8 +63,10 @@ def test_generated_schema_documents_every_endpoint(client):
     assert {"200", "400", "401", "403", "413"} <= set(ingest["responses"])
 
 
-def check_operation(operation: schemathesis.APIOperation, base_url: str, key: str) -> None:
-    """Send up to MAX_EXAMPLES generated requests (schema-valid, schema-invalid, and with real path parameters)."""
+def check_operation(
+    operation: schemathesis.APIOperation, base_url: str, key: str, examples: int = MAX_EXAMPLES
+) -> None:
+    """Send up to `examples` generated requests (schema-valid, schema-invalid, and with real path parameters)."""
     real = {name: value for name, value in REAL_PATH.items() if f"{{{name}}}" in operation.path}
     strategies = [
         operation.as_strategy(),
@@ -74,7 +76,7 @@ def check_operation(operation: schemathesis.APIOperation, base_url: str, key: st
         strategies.append(operation.as_strategy(path_parameters=real))
 
     @settings(
-        max_examples=MAX_EXAMPLES,
+        max_examples=examples,
         deadline=None,
         database=None,
         phases=[Phase.explicit, Phase.generate],
@@ -89,18 +91,25 @@ def check_operation(operation: schemathesis.APIOperation, base_url: str, key: st
 
 @pytest.mark.django_db(transaction=True)
 def test_every_operation_answers_within_its_schema(live_server):
-    build_cluster("demo")
+    demo = build_cluster("demo")
     user = get_user_model().objects.create_user("schema-check")
-    keys = {"read": create_token(user, "read")[1], "ingest": create_token(user, "ingest")[1]}
+    # Each operation with the token it is for, and with the others (a 403, or a 404 outside a limited token's scope:
+    # documented too): the read token, one limited to namespace batch, and an ingest token.
+    keys = {
+        "read": create_token(user, "read")[1],
+        "limited": create_token(user, "read", cluster=demo, namespaces=["batch"])[1],
+        "ingest": create_token(user, "ingest", cluster=demo)[1],
+    }
     schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/")
 
     failures: dict[str, str] = {}
     operations = [result.ok() for result in schema.get_all_operations() if isinstance(result, Ok)]
     assert len(operations) == 11
     for operation in operations:
-        key = keys["ingest"] if operation.method.upper() == "POST" else keys["read"]
-        try:
-            check_operation(operation, live_server.url, key)
-        except Exception as exc:  # collect every operation's failure, then report them together
-            failures[f"{operation.method.upper()} {operation.path}"] = str(exc)[:2000]
+        meant = "ingest" if operation.method.upper() == "POST" else "read"
+        for kind, key in keys.items():
+            try:
+                check_operation(operation, live_server.url, key, MAX_EXAMPLES if kind == meant else 8)
+            except Exception as exc:  # collect every operation's failure, then report them together
+                failures[f"{operation.method.upper()} {operation.path} ({kind} token)"] = str(exc)[:2000]
     assert not failures, "\n\n".join(f"{name}:\n{text}" for name, text in failures.items())

@@ -99,7 +99,7 @@ def test_the_schema_documents_both_token_schemes(client):
 @pytest.mark.parametrize("url", [READ_URLS[0], INGEST_URL])
 def test_a_revoked_token_is_refused(client_for, api_user, demo, url):
     for scope in ("read", "ingest"):
-        token, key = create_token(api_user, scope)
+        token, key = create_token(api_user, scope, cluster=demo if scope == "ingest" else None)
         revoke_token(token)
         client = client_for(key)
         response = client.get(url) if url != INGEST_URL else client.post(url, {}, format="json")
@@ -137,26 +137,43 @@ def test_create_token_binds_an_ingest_token_to_a_cluster(api_user):
     assert "bound to cluster prod" in out.getvalue()
 
 
-def test_create_token_without_cluster_keeps_the_old_contract(api_user):
-    out = StringIO()
-    call_command("create_token", "--user", "bot", "--scope", "ingest", stdout=out)
-    assert ApiToken.objects.get(prefix=out.getvalue().split()[-1][:12]).cluster is None
-
-
-def test_create_token_refuses_an_unknown_cluster_and_a_bound_read_token(api_user):
-    with pytest.raises(CommandError, match="no cluster named 'ghost'"):
-        call_command("create_token", "--user", "bot", "--scope", "ingest", "--cluster", "ghost")
-    f.cluster("prod")
-    with pytest.raises(CommandError, match="only ingest tokens can be bound to a cluster"):
-        call_command("create_token", "--user", "bot", "--scope", "read", "--cluster", "prod")
+def test_create_token_refuses_an_ingest_token_without_a_cluster(api_user):
+    with pytest.raises(CommandError, match=r"an ingest token belongs to one cluster: name it \(--cluster NAME\)"):
+        call_command("create_token", "--user", "bot", "--scope", "ingest")
     assert not ApiToken.objects.exists()
 
 
-def test_admin_form_refuses_a_bound_read_token(api_user):
+def test_create_token_binds_an_ingest_token_to_one_node(api_user):
+    f.cluster("prod")
+    out = StringIO()
+    call_command(
+        "create_token", "--user", "bot", "--scope", "ingest", "--cluster", "prod", "--node", "node-a", stdout=out
+    )
+    token = ApiToken.objects.get(prefix=out.getvalue().split()[-1][:12])
+    assert token.cluster is not None and (token.cluster.name, token.node_name) == ("prod", "node-a")
+    assert "bound to cluster prod, node node-a" in out.getvalue()
+    with pytest.raises(CommandError, match="is not a Kubernetes node name"):
+        call_command("create_token", "--user", "bot", "--scope", "ingest", "--cluster", "prod", "--node", "Node A\n")
+
+
+def test_create_token_refuses_an_unknown_cluster_and_a_read_token_bound_to_a_node(api_user):
+    with pytest.raises(CommandError, match="no cluster named 'ghost'"):
+        call_command("create_token", "--user", "bot", "--scope", "ingest", "--cluster", "ghost")
+    f.cluster("prod")
+    with pytest.raises(CommandError, match="only ingest tokens can be bound to a node, not 'read' tokens"):
+        call_command("create_token", "--user", "bot", "--scope", "read", "--cluster", "prod", "--node", "node-a")
+    assert not ApiToken.objects.exists()
+
+
+def test_admin_form_refuses_a_read_token_bound_to_a_node(api_user):
     from apps.api.admin import ApiTokenForm
 
     cluster = f.cluster("prod")
-    form = ApiTokenForm(data={"user": api_user.pk, "scope": "read", "cluster": cluster.pk, "name": ""})
-    assert not form.is_valid() and form.errors["cluster"] == ["Only ingest tokens can be bound to a cluster."]
+    form = ApiTokenForm(data={"user": api_user.pk, "scope": "read", "cluster": cluster.pk, "node_name": "node-a"})
+    assert not form.is_valid()
+    assert form.errors["node_name"] == ["Only ingest tokens can be bound to a node, not 'read' tokens."]
+    form = ApiTokenForm(data={"user": api_user.pk, "scope": "ingest", "name": ""})
+    assert not form.is_valid()
+    assert form.errors["cluster"] == ["An ingest token belongs to one cluster: name it (--cluster NAME)."]
     form = ApiTokenForm(data={"user": api_user.pk, "scope": "ingest", "cluster": cluster.pk, "name": ""})
     assert form.is_valid(), form.errors

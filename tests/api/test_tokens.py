@@ -43,7 +43,7 @@ def test_a_read_token_lists_clusters(user):
 
 
 def test_an_ingest_token_cannot_read(user):
-    _, key = create_token(user, "ingest")
+    _, key = create_token(user, "ingest", cluster=f.cluster("prod"))
     assert client_with(key).get("/api/v1/clusters/").status_code == 403
 
 

@@ -486,16 +486,23 @@ UNICODE_POD = "pod-שלום-עולם-中文-🚀"  # Hebrew runs right to left
 ESCAPED_CONTAINER = 'say "hi"\\n or \\ back\nslash'  # a quote, a backslash before n, a backslash, a newline
 
 
-def test_unicode_and_escaped_label_values_are_stored_exactly_and_shown_back_unchanged(tmp_path: Path) -> None:
-    """Kubernetes names are DNS names, so only a broken source sends these: they are stored as sent (a pod the
-    inventory does not know is created bare from its readings) and come back unchanged from the API."""
-    scrape = container_series(UNICODE_NAMESPACE, UNICODE_POD, ESCAPED_CONTAINER).encode()
-    assert b'container="say \\"hi\\"\\\\n or \\\\ back\\nslash"' in scrape  # written as the exposition format does
+def test_names_no_kubernetes_cluster_can_have_are_refused_with_a_problem_each(tmp_path: Path) -> None:
+    """Kubernetes names are DNS names, so only a broken or forged source sends these: they would break URLs,
+    headers and downloads further on. Each reading is refused with a problem naming it (escaped); the rest stored."""
+    scrape = (
+        container_series("shop", "web-0", "app") + container_series(UNICODE_NAMESPACE, UNICODE_POD, ESCAPED_CONTAINER)
+    ).encode()
+    assert b'container="say \\"hi\\"\\\\n or \\\\ back\\nslash"' in scrape  # as the exposition format writes it
 
     run = collect(with_hostile_node(scrape, []), tmp_path, refresh=True)
 
-    assert stored(run) == {(UNICODE_NAMESPACE, UNICODE_POD, ESCAPED_CONTAINER): (HPA_PERIODS, HPA_THREADS)}
-    assert api_rows(run, UNICODE_NAMESPACE) == [(UNICODE_NAMESPACE, UNICODE_POD, ESCAPED_CONTAINER)]
+    assert stored(run) == {("shop", "web-0", "app"): (HPA_PERIODS, HPA_THREADS)}
+    [problem] = [p for p in problems(run) if UNICODE_NAMESPACE in p]
+    assert problem.startswith(f'reading of {UNICODE_NAMESPACE}/{UNICODE_POD}/say "hi"\\n or \\ back\\nslash: namespace')
+    assert problem.endswith(
+        "is not a Kubernetes namespace name (lowercase letters, digits and '-', at most 63 characters); not stored"
+    )
+    assert not Pod.objects.filter(cluster=run.cluster, namespace=UNICODE_NAMESPACE).exists()
 
 
 def test_values_past_the_column_limits_are_refused_each_with_a_problem_and_the_rest_stored(tmp_path: Path) -> None:

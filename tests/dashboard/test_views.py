@@ -8,6 +8,7 @@ node allocatable 15,800m; on each node one pod of each pattern → shares 256 (a
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import re
@@ -239,8 +240,9 @@ def test_namespace_report_pages_by_100(ops: Client, db: None) -> None:
 def test_namespace_report_runs_a_fixed_number_of_queries(ops: Client, db: None, django_assert_max_num_queries) -> None:
     build_cluster("many", per_pattern=30, minutes=3)  # 120 containers in shop: more than a page
     ops.get("/c/many/ns/shop/")  # warm the session
-    # session, user, cluster, summary, page count, filter choices, the page's rows: 7 however many rows there are.
-    with django_assert_max_num_queries(7):
+    # session, user, the user's read grants, cluster, summary, page count, filter choices, the page's rows: 8 however
+    # many rows there are.
+    with django_assert_max_num_queries(8):
         response = ops.get("/c/many/ns/shop/?sort=-usage_p95_mcpu&window=1h")
     assert len(report_pods(response.content)) == 100
 
@@ -377,6 +379,20 @@ def test_pod_page_explains_and_recommends_with_copyable_changes(ops: Client, dem
     assert "--limits=cpu=1000m" not in html
     assert "- name: main\n  resources:\n    limits:\n      cpu: 1200m" in html
     assert html.count('class="copy"') == 2  # kubectl + YAML for the one recommendation with numbers
+    # The builder's nodes report no kubelet version: no in-place resize, and the page says why.
+    assert "No in-place resize: in-place resize needs Kubernetes 1.33 or later; its node&#x27;s Kubernetes" in html
+
+
+def test_pod_page_offers_the_in_place_resize_on_kubernetes_1_33_and_later(ops: Client, demo: Cluster) -> None:
+    Node.objects.filter(cluster=demo).update(kubelet_version="v1.34.1")
+    html = ops.get(f"{NS}pod/api-0/").content.decode()
+    # api-0 is Burstable (250m request, 500m limit): raising the limit keeps it Burstable.
+    patch = escape('{"spec":{"containers":[{"name":"main","resources":{"limits":{"cpu":"1200m"}}}]}}')
+    assert (
+        f"kubectl patch pod api-0 -n shop --subresource resize --patch {escape(chr(39))}{patch}{escape(chr(39))}"
+        in html
+    )
+    assert html.count('class="copy"') == 3 and "No in-place resize" not in html
 
 
 def test_pod_page_chart_draws_usage_against_floor_and_ceiling_and_ratio_against_target(
@@ -667,3 +683,24 @@ def test_pages_carry_no_internal_references(ops: Client, demo: Cluster) -> None:
     ):
         html = ops.get(url).content.decode()
         assert not re.search(r"seed \d|DOMAIN|DESIGN\.md|§", html), url
+
+
+def test_pod_page_shows_the_applied_and_the_asked_resources_of_a_resize_under_way(ops: Client, db: None) -> None:
+    """The real pod list of a pod being resized in place: the spec asks 500m, the status says 200m is applied."""
+    import json as json_module
+    from pathlib import Path
+
+    from apps.collector.inventory import pods_from_objects
+    from apps.telemetry.ingest import ingest
+    from apps.telemetry.readings import Batch, NodeInfo
+
+    fixture = Path(__file__).parent.parent / "fixtures" / "kubelet" / "pods-in-place-resize.json"
+    [pod], _ = pods_from_objects(json_module.loads(fixture.read_text())["items"])
+    cluster = Cluster.objects.create(name="resizing")
+    pending = dataclasses.replace(pod, resize_status="Pending (Deferred)", resize_message="waiting for room")
+    ingest(cluster, Batch(nodes=[NodeInfo(name=pod.node or "n1", kubelet_version="v1.34.1")], pods=[pending]))
+
+    html = ops.get(f"/c/resizing/ns/{pod.namespace}/pod/{pod.name}/").content.decode()
+
+    assert "Applied now: request 200m, limit 200m; the spec asks request 500m, limit 500m" in html
+    assert "In-place resize: <strong>Pending (Deferred)</strong> — waiting for room." in html

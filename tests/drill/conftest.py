@@ -95,8 +95,9 @@ def install_factory(drill_services: Services, base_s: float, request: pytest.Fix
     """Make this drill's install (its own database, worker, simulated cluster); all of it stops after the test."""
     made: list[Install] = []
 
-    def make(**env_overrides: str) -> Install:
-        install = Install(drill_services, base_s, request.node.name.removeprefix("test_")[:40], **env_overrides)
+    def make(*, supervised: bool = False, **env_overrides: str) -> Install:
+        name = request.node.name.removeprefix("test_")[:40]
+        install = Install(drill_services, base_s, name, supervised=supervised, **env_overrides)
         made.append(install.__enter__())
         return install
 

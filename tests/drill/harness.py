@@ -113,12 +113,14 @@ def log_tail(path: Path, lines: int = 40) -> str:
 
 
 class PrivateRedis:
-    """A redis-server of the drill's own on a free port, without persistence (a restart empties it, as the
-    install's `--save "" --appendonly no` Redis would be emptied)."""
+    """A redis-server of the drill's own on a free port, persistent as the install's (docker-compose.yml): an
+    append-only file, fsynced every second, in its own folder, so a restart keeps what was queued."""
 
     def __init__(self, workdir: Path) -> None:
         self.port = free_port()
         self.log = workdir / f"redis-{self.port}.log"
+        self.dir = workdir / f"redis-{self.port}"
+        self.dir.mkdir(exist_ok=True)
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -128,8 +130,8 @@ class PrivateRedis:
     def start(self) -> PrivateRedis:
         with self.log.open("ab") as log:
             self._proc = subprocess.Popen(
-                ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                 "--daemonize", "no"],
+                ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
+                 "--appendfsync", "everysec", "--dir", str(self.dir), "--daemonize", "no"],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         wait_until(self.ping, 15, f"redis-server on port {self.port} answering PING")
@@ -152,7 +154,8 @@ class PrivateRedis:
         self._proc = None
 
     def restart(self, down_s: float = 1.0) -> None:
-        """Stop, stay down `down_s`, start again on the same port: every connection breaks, every queue empties."""
+        """Stop, stay down `down_s`, start again on the same port: every connection breaks; queues come back from the
+        append-only file."""
         self.stop()
         time.sleep(down_s)
         self.start()
@@ -449,8 +452,13 @@ def manage(env: dict[str, str], *args: str, timeout_s: float = 120) -> str:
 class CeleryProcess:
     """`celery -A cputune worker -P prefork` (or `beat`) in its own process group, logging to a file."""
 
-    def __init__(self, kind: str, env: dict[str, str], workdir: Path, *, name: str = "", concurrency: int = 2) -> None:
+    def __init__(
+        self, kind: str, env: dict[str, str], workdir: Path, *, name: str = "", concurrency: int = 2,
+        supervised: bool = False,
+    ) -> None:  # fmt: skip
         self.kind = kind
+        # Under cputune.supervise (as `make run` runs its worker): started again when it exits.
+        self.supervised = supervised
         self.env = env
         self.name = name or kind
         self.log = workdir / f"{self.name}.log"
@@ -476,7 +484,8 @@ class CeleryProcess:
         """Start the process without waiting for it (to start several at the same moment)."""
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "cputune", *self.args, "-l", "info"],
+                [*([sys.executable, "-m", "cputune.supervise"] if self.supervised else []),
+                 sys.executable, "-m", "celery", "-A", "cputune", *self.args, "-l", "info"],
                 cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         return self
@@ -806,8 +815,11 @@ class Install:
     """One drill's install: its own database (from the template), the private Redis emptied, the simulated cluster
     behind a fault proxy, one prefork worker. Use as a context manager; everything it started stops on exit."""
 
-    def __init__(self, services: Services, base_s: float, name: str, **env_overrides: str) -> None:
+    def __init__(
+        self, services: Services, base_s: float, name: str, *, supervised: bool = False, **env_overrides: str
+    ) -> None:
         self.services = services
+        self.supervised = supervised  # the install's worker under cputune.supervise
         self.base_s = base_s
         self.name = name
         self.env_overrides = env_overrides
@@ -834,7 +846,7 @@ class Install:
             write_kubeconfig(services.kubeconfig, self.proxy.url, self.simulator.token, name="drill")
             self.broker = Broker(services.redis.url)
             self._stack.callback(self.broker.close)
-            self.worker = self.start_worker()
+            self.worker = self.start_worker(supervised=self.supervised)
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -845,8 +857,8 @@ class Install:
             process.stop()
         self._stack.close()
 
-    def start_worker(self, name: str = "worker") -> CeleryProcess:
-        worker = CeleryProcess("worker", self.env, self.workdir, name=name)
+    def start_worker(self, name: str = "worker", *, supervised: bool = False) -> CeleryProcess:
+        worker = CeleryProcess("worker", self.env, self.workdir, name=name, supervised=supervised)
         self.workers.append(worker)
         return worker.start()
 

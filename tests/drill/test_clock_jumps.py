@@ -2,15 +2,17 @@
 the right time (an NTP correction). Readings at or before a series' head are late and skipped, so no interval and
 no delta is ever negative, a head never moves back, and what is stored before the jumps equals a run without them.
 
-What it costs, shown here on purpose: after a forward jump the corrected readings are all late until real time
-passes the jumped head — a series stores nothing new for as long as the jump (an hour here). cputune keeps
-heads monotonic rather than trust either clock; a reading far in the future of the collector's own clock could be
-refused instead (not done: it needs the collector's clock to be the right one).
+The simulated time runs two hours behind the real one, so the hour forward here still lands in the server's past:
+it is stored, and the corrected readings are late until time passes the jumped head — a series stores nothing new
+for as long as the jump. A jump beyond the server's own clock is refused instead (CPUTUNE_CLOCK_SKEW), which the
+second drill shows; a head left beyond it (the server's clock was ahead too) restarts its series at the next
+reading (tests/telemetry/test_clock_skew.py: the drill cannot move the worker's clock).
 """
 
 from __future__ import annotations
 
 import itertools
+import time
 
 import pytest
 
@@ -50,3 +52,32 @@ def test_clock_jumps_never_store_a_negative_interval_or_move_a_head_back(install
     assert set(before_jump) == baseline.dump.up_to_instant(install.instant(2)).rows()
     assert series_problems(dump) == []
     assert head_problems(dump) == []
+
+
+def test_readings_stamped_ahead_of_the_server_clock_are_refused_and_the_series_goes_on_at_the_correction(
+    install_factory, baseline
+):
+    """The nodes' clocks jump three hours ahead of real time for one cycle, then are corrected: that cycle's
+    readings are refused with a problem per node, the next one is stored with its deltas since the last stored
+    sample, and everything stored equals the run without the jump: nothing lost, nothing counted twice."""
+    install = install_factory()
+    assert install.run_cycle(1).status == "ok"
+    assert install.run_cycle(2).samples_written == CONTAINERS
+
+    jumped = install.run_cycle(3, at_s=time.time() + 3 * 3600)
+    assert jumped.samples_written == 0, "readings three hours ahead of the server's clock were stored"
+    problems = install.db.problems(jumped.id)
+    refused = {node for node, message in problems if "ahead of this server's clock" in message}
+    assert refused == set(install.nodes), problems
+
+    started = time.monotonic()
+    corrected = install.run_cycle(4, at_s=install.instant(3))
+    assert corrected.samples_written == CONTAINERS, "the corrected readings are not stored at once"
+    recovery_s = time.monotonic() - started
+    assert install.run_cycle(5, at_s=install.instant(4)).samples_written == CONTAINERS
+
+    dump = install.db.dump()
+    assert dump.rows() == baseline.dump.up_to_instant(install.instant(4)).rows(), "lost or duplicated readings"
+    assert series_problems(dump) == []
+    assert head_problems(dump) == []
+    print(f"clock jump: {len(problems)} problem lines, recovered in one cycle ({recovery_s:.1f} s)")

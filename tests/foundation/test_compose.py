@@ -49,7 +49,7 @@ def free_port() -> int:
 def local_env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "CPUTUNE_BROKER_URL"}}
     env.update(
-        SECRET_KEY="compose-test",
+        SECRET_KEY="compose-test-" + "k" * 50,  # long enough for the DEBUG=0 key rule
         DEBUG="0",
         CPUTUNE_DATA_DIR=str(tmp_path),
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
@@ -68,6 +68,25 @@ def test_compose_file_is_valid_and_uses_one_image_for_the_app():
     for name in ("db", "redis", "web"):
         assert "healthcheck" in services[name], f"{name} has no healthcheck"
     assert services["web"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+
+
+def test_redis_keeps_its_queue_across_a_restart():
+    """Queued tasks live in Redis: without the append-only file on a volume a restart drops every queued cycle."""
+    config = compose_config()
+    redis = config["services"]["redis"]
+    command = redis["command"]
+    command = command.split() if isinstance(command, str) else command
+    options = dict(zip(command[1::2], command[2::2], strict=False))
+    assert (options.get("--appendonly"), options.get("--appendfsync")) == ("yes", "everysec"), command
+    data_dir = options.get("--dir", "/data")
+    mounts = [
+        v for v in redis.get("volumes", []) if (v["target"] if isinstance(v, dict) else v.split(":")[1]) == data_dir
+    ]
+    assert mounts, f"no volume at {data_dir}: the append-only file would go with the container"
+    (mount,) = mounts
+    source = mount["source"] if isinstance(mount, dict) else mount.split(":")[0]
+    assert source in config.get("volumes", {}), f"{source} is not a named volume"
+    assert redis["restart"] == "unless-stopped"
 
 
 @pytest.mark.slow

@@ -102,7 +102,10 @@ def test_the_work_loop_reports_each_iteration_after_the_go_ahead() -> None:
     assert ready == "ready"
     assert len(figures["wall_ms"]) == len(figures["cpu_ms"]) == 4
     assert all(cpu >= 4.5 for cpu in figures["cpu_ms"])  # 5 ms of CPU each (work_units 0 burns by CPU time)
-    assert all(wall >= cpu * 0.99 for wall, cpu in zip(figures["wall_ms"], figures["cpu_ms"], strict=True))
+    # Wall time covers the CPU time spent, up to the two clocks' own skew: the thread's CPU clock is kept by the
+    # scheduler and read a moment after the wall clock (half a millisecond covers it; seen once in CI).
+    pairs = list(zip(figures["wall_ms"], figures["cpu_ms"], strict=True))
+    assert all(wall >= cpu * 0.99 - 0.5 for wall, cpu in pairs), pairs
 
 
 def test_the_entry_point_refuses_bad_parameters_before_running() -> None:

@@ -19,10 +19,11 @@ from tests import factories as f
 @pytest.mark.django_db
 def test_a_partition_for_a_new_day_is_created_on_demand():
     cluster = f.cluster()
-    day = (f.T0 + timedelta(days=3)).date()
+    # Before T0, not after: a reading ahead of the server's clock would be refused (CPUTUNE_CLOCK_SKEW).
+    day = (f.T0 - timedelta(days=3)).date()
     assert partition_name(day) not in [name for name, _ in list_partitions()]
 
-    ingest(cluster, Batch(pods=[f.pod_info()], readings=[f.reading(3 * 24 * 60, periods=1, throttled=0, usage_s=1.0)]))
+    ingest(cluster, Batch(pods=[f.pod_info()], readings=[f.reading(-3 * 24 * 60, periods=1, throttled=0, usage_s=1.0)]))
 
     assert (partition_name(day), day) in list_partitions()
     with connection.cursor() as cursor:
@@ -40,11 +41,14 @@ def test_retention_drops_whole_old_partitions_and_keeps_recent_ones(settings):
         cluster,
         Batch(
             pods=[f.pod_info()],
-            readings=[f.reading(d * minutes_per_day, periods=d + 1, throttled=0, usage_s=float(d)) for d in range(5)],
+            # Days 0-4 end at T0, not after: readings ahead of the server's clock are refused (CPUTUNE_CLOCK_SKEW).
+            readings=[
+                f.reading((d - 4) * minutes_per_day, periods=d + 1, throttled=0, usage_s=float(d)) for d in range(5)
+            ],
         ),
     )
-    days = [(f.T0 + timedelta(days=d)).date() for d in range(5)]
-    now = f.T0 + timedelta(days=4, hours=1)  # day 4, 10:00
+    days = [(f.T0 + timedelta(days=d - 4)).date() for d in range(5)]
+    now = f.T0 + timedelta(hours=1)  # day 4, 10:00
 
     result = apply_retention(now=now)
 

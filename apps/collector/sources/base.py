@@ -51,6 +51,7 @@ class NodeRead:
     readings: list[CounterReading] = field(default_factory=list)
     node_info: NodeInfo | None = None  # facts only this read knows (CPU manager policy, slice size…)
     has_cfs_counters: bool | None = None
+    has_pressure: bool | None = None  # whether CPU pressure (PSI) series came; None: this source cannot tell
     problems: list[str] = field(default_factory=list)
 
 

@@ -39,6 +39,19 @@ def throttled_s(row: dict[str, Any]) -> str:
 
 
 @register.filter
+def waiting(row: dict[str, Any]) -> str:
+    """A report row's CPU pressure as a share of the time: "—" where the source has none, "not measured" where it
+    reads 0 on a throttled container (see advisor.pressure), never a zero that was not measured."""
+    status = row.get("pressure_status")
+    if status == "not_measured":
+        return "not measured"
+    value = row.get("pressure_waiting_per_second")
+    if status != "measured" or value is None:
+        return DASH
+    return f"{value * 100:.1f}%"
+
+
+@register.filter
 def above_limit(row: dict[str, Any]) -> bool:
     """Whether the row's p95 usage reads above its limit.
 

@@ -16,12 +16,25 @@ class Command(BaseCommand):
         parser.add_argument(
             "--cluster",
             default=None,
-            help="ingest tokens only: bind the token to this cluster (without it, the agent's node name picks the cluster)",
+            help="ingest tokens (required): the cluster whose node agents push with this token; "
+            "read tokens (optional): the one cluster the token may read",
+        )
+        parser.add_argument(
+            "--namespace",
+            action="append",
+            default=[],
+            dest="namespaces",
+            help="read tokens, optional and repeatable: a namespace the token may read (default: all)",
+        )
+        parser.add_argument(
+            "--node",
+            default="",
+            help="ingest tokens, optional: only this node may push with the token (one token per node)",
         )
 
-    def handle(self, *args, user: str, scope: str, name: str, cluster: str | None, **options):
+    def handle(self, *args, user: str, scope: str, name: str, cluster: str | None, node: str, namespaces, **options):
         try:
-            token, key = create_token_for_username(user, scope, name, cluster)
+            token, key = create_token_for_username(user, scope, name, cluster, node, namespaces)
         except get_user_model().DoesNotExist:
             raise CommandError(
                 f"no user named {user!r}: create it first (make run does, or manage.py createsuperuser)"
@@ -30,7 +43,9 @@ class Command(BaseCommand):
             raise CommandError(f"no cluster named {cluster!r}: register it first (manage.py add_cluster)") from None
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        bound = f" bound to cluster {cluster}" if cluster else ""
+        bound = f" {'bound' if scope == ApiToken.Scope.INGEST else 'limited'} to cluster {cluster}" if cluster else ""
+        bound += f", node {node}" if node else ""
+        bound += f", namespaces {', '.join(namespaces)}" if namespaces else ""
         self.stdout.write(
             f"Created {scope} token {token.prefix}…{bound} for {user}. Keep it now, it is not shown again: {key}"
         )

@@ -29,7 +29,12 @@ def node_read(node: str, body: bytes, now: datetime) -> NodeRead:
     """A node's `/metrics/cadvisor` scrape → its readings (stamped `now` where the scrape has no timestamps) and
     problems, including one when the kubelet exposes no CFS counters at all."""
     scrape = parse_cadvisor(body, node=node, default_ts=now)
-    result = NodeRead(node=node, readings=scrape.readings, has_cfs_counters=scrape.has_cfs_counters)
+    result = NodeRead(
+        node=node,
+        readings=scrape.readings,
+        has_cfs_counters=scrape.has_cfs_counters,
+        has_pressure=scrape.has_pressure if scrape.readings else None,
+    )
     result.problems.extend(scrape.problems)
     if not scrape.has_cfs_counters and scrape.readings:
         result.problems.append(
