@@ -32,6 +32,7 @@ class Pattern:
     throttle_ratio: float
     threads: int
     workload_kind: str = "Deployment"
+    pressure: float | None = None  # share of the time some task waited (PSI some; full is half); None: not exported
 
 
 PATTERNS = (
@@ -109,6 +110,8 @@ def build_cluster(
                     threads=pattern.threads,
                     period_us=100_000,
                     node=pod.node,
+                    pressure_waiting_seconds_total=None if pattern.pressure is None else pattern.pressure * ran_s,
+                    pressure_stalled_seconds_total=None if pattern.pressure is None else pattern.pressure / 2 * ran_s,
                 )
             )
     ingest_readings(cluster, readings, now=now)

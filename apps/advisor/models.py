@@ -41,6 +41,9 @@ class Finding(models.Model):
     throttled_seconds_per_second = models.FloatField(null=True)
     pressure_waiting_per_second = models.FloatField(null=True, help_text="CPU pressure (PSI some), s per s.")
     pressure_stalled_per_second = models.FloatField(null=True, help_text="CPU pressure (PSI full), s per s.")
+    # Lifetime findings only: the totals that tell whether pressure is measured when no rate is known.
+    throttled_seconds_total = models.FloatField(null=True)
+    pressure_waiting_seconds_total = models.FloatField(null=True)
     periods = models.BigIntegerField(null=True)
     throttled_periods = models.BigIntegerField(null=True)
     threads = models.IntegerField(null=True)

@@ -18,6 +18,8 @@ from .windows import WindowSummary
 ZERO_WAITING_PER_SECOND = 1e-4
 # Throttled thread-seconds per second from which some waiting must show (10 ms of every second).
 THROTTLED_MUST_WAIT_PER_SECOND = 0.01
+# Lifetime totals: throttled this long since the start, a measured container must show some waiting.
+THROTTLED_MUST_WAIT_SECONDS = 0.1
 # Waiting below this share of the time is low impact: the throttling delayed the container's work little.
 LOW_IMPACT_WAITING = 0.01
 
@@ -52,21 +54,41 @@ def reads_zero_while_throttled(waiting: float | None, throttled_seconds_per_seco
 
 def pressure_of(window: WindowSummary) -> Pressure:
     """What the window's pressure figures say, judged against its throttled time."""
+    if window.lifetime:
+        return _lifetime_pressure(window)
     waiting, stalled = window.pressure_waiting_per_second, window.pressure_stalled_per_second
     if waiting is None:
         return Pressure("not_exported", None, None, NOT_EXPORTED)
     throttled = window.throttled_seconds_per_second
     if reads_zero_while_throttled(waiting, throttled):
-        return Pressure(
-            "not_measured",
-            None,
-            None,
-            f"CPU pressure reads 0 although its threads spent {throttled or 0:.2f} s per second throttled. A throttled "
-            "task waits for CPU and the kernel counts that wait as pressure, so pressure is not being measured on "
-            "this node: PSI is off in its kernel (CONFIG_PSI_DEFAULT_DISABLED without psi=1 on the kernel command "
-            "line, or psi=0), or the kubelet cannot read cpu.pressure. Zeros are not shown as figures.",
-        )
+        return Pressure("not_measured", None, None, _not_measured(f"{throttled or 0:.2f} s per second"))
     return Pressure("measured", waiting, stalled, _impact(window, waiting, stalled or 0.0))
+
+
+def _lifetime_pressure(window: WindowSummary) -> Pressure:
+    """A container seen once: its totals since the start give no rate, but a zero beside throttled time is still
+    not a measurement."""
+    waiting, throttled = window.pressure_waiting_seconds_total, window.throttled_seconds_total
+    if waiting is None:
+        return Pressure("not_exported", None, None, NOT_EXPORTED)
+    if waiting < ZERO_WAITING_PER_SECOND and throttled is not None and throttled >= THROTTLED_MUST_WAIT_SECONDS:
+        return Pressure("not_measured", None, None, _not_measured(f"{throttled:.1f} s since it started"))
+    return Pressure(
+        "measured",
+        None,
+        None,
+        f"CPU pressure: some task of it waited for CPU {waiting:.1f} s in all since it started; one reading gives "
+        "no share of the time, the next collection does.",
+    )
+
+
+def _not_measured(throttled: str) -> str:
+    return (
+        f"CPU pressure reads 0 although its threads spent {throttled} throttled. A throttled task waits for CPU and "
+        "the kernel counts that wait as pressure, so pressure is not being measured on this node: PSI is off in its "
+        "kernel (CONFIG_PSI_DEFAULT_DISABLED without psi=1 on the kernel command line, or psi=0), or the kubelet "
+        "cannot read cpu.pressure. Zeros are not shown as figures."
+    )
 
 
 def _impact(window: WindowSummary, waiting: float, stalled: float) -> str:

@@ -47,6 +47,8 @@ class SampleRow(NamedTuple):
     usage_seconds_total: float | None = None
     pressure_waiting_seconds_delta: float | None = None  # PSI cpu "some" time in the interval
     pressure_stalled_seconds_delta: float | None = None  # PSI cpu "full"
+    throttled_seconds_total: float | None = None
+    pressure_waiting_seconds_total: float | None = None
 
 
 class RollupRow(NamedTuple):
@@ -94,6 +96,9 @@ class WindowSummary:
     # stalled = all of them. None where the source has no pressure.
     pressure_waiting_per_second: float | None = None
     pressure_stalled_per_second: float | None = None
+    # Lifetime only: the totals since the container started, which tell whether pressure is measured at all.
+    throttled_seconds_total: float | None = None
+    pressure_waiting_seconds_total: float | None = None
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -161,6 +166,8 @@ def _sum_rows(rows: Sequence[SampleRow], max_interval_s: float) -> _Sums:
         _,
         waiting,
         stalled,
+        _,
+        _,
     ) in rows:
         if threads is not None and threads > threads_max:
             threads_max = threads
@@ -264,6 +271,8 @@ def summarize_window(
                     threads=threads_max or None,
                     gaps=gaps,
                     usage_active_mcpu=usage_active,
+                    throttled_seconds_total=row.throttled_seconds_total,
+                    pressure_waiting_seconds_total=row.pressure_waiting_seconds_total,
                 )
 
     usage_rates = sums.usage_rates
@@ -303,6 +312,8 @@ def lifetime_from_totals(
     threads: int | None,
     gaps: int = 0,
     usage_active_mcpu: float | None = None,
+    throttled_seconds_total: float | None = None,
+    pressure_waiting_seconds_total: float | None = None,
 ) -> WindowSummary:
     periods: int | None = None
     throttled: int | None = None
@@ -327,6 +338,8 @@ def lifetime_from_totals(
         lifetime=True,
         gaps_ignored=gaps,
         usage_active_mcpu=usage_active_mcpu,
+        throttled_seconds_total=throttled_seconds_total,
+        pressure_waiting_seconds_total=pressure_waiting_seconds_total,
     )
 
 

@@ -153,6 +153,8 @@ SAMPLE_FIELDS = (
     "usage_seconds_total",
     "pressure_waiting_seconds_delta",
     "pressure_stalled_seconds_delta",
+    "throttled_seconds_total",
+    "pressure_waiting_seconds_total",
 )
 ROLLUP_FIELDS = (
     "container_id",

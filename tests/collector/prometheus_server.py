@@ -67,6 +67,8 @@ class Steps:
     throttled_periods: int = 3
     throttled_seconds: float = 0.25
     usage_seconds: float = 0.5
+    pressure_waiting_seconds: float = 0.125
+    pressure_stalled_seconds: float = 0.0625
 
 
 _STEP_FAMILIES = {
@@ -74,6 +76,8 @@ _STEP_FAMILIES = {
     "container_cpu_cfs_throttled_periods_total": "throttled_periods",
     "container_cpu_cfs_throttled_seconds_total": "throttled_seconds",
     "container_cpu_usage_seconds_total": "usage_seconds",
+    "container_pressure_cpu_waiting_seconds_total": "pressure_waiting_seconds",
+    "container_pressure_cpu_stalled_seconds_total": "pressure_stalled_seconds",
 }
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 

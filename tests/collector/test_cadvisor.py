@@ -35,6 +35,8 @@ COUNTER_FIELDS = {
     "container_threads": "threads",
     "container_spec_cpu_quota": "quota_us",
     "container_spec_cpu_period": "period_us",
+    "container_pressure_cpu_waiting_seconds_total": "pressure_waiting_seconds_total",
+    "container_pressure_cpu_stalled_seconds_total": "pressure_stalled_seconds_total",
 }
 INTEGER_FIELDS = {"periods_total", "throttled_periods_total", "threads", "quota_us", "period_us"}
 

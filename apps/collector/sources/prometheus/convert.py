@@ -113,6 +113,9 @@ COUNTER_QUERIES: dict[str, str] = {
         f"or sum without (cpu) ({_cadvisor(_USAGE, ',cpu!=' + _string('total'))})"
     ),
     "threads": _cadvisor("container_threads"),
+    # CPU pressure (PSI), where the kubelet exports it (cgroup v2, KubeletPSI): absent series stay None.
+    "pressure_waiting_seconds_total": _cadvisor("container_pressure_cpu_waiting_seconds_total"),
+    "pressure_stalled_seconds_total": _cadvisor("container_pressure_cpu_stalled_seconds_total"),
     "period_us": _cadvisor("container_spec_cpu_period"),
     "quota_us": _cadvisor("container_spec_cpu_quota"),
     "start_time_seconds": _cadvisor("container_start_time_seconds"),
@@ -458,7 +461,15 @@ class _Cgroup:
 
 
 _Key = tuple[str, str, str]  # namespace, pod, container
-_COUNTERS = ("periods_total", "throttled_periods_total", "throttled_seconds_total", "usage_seconds_total", "threads")
+_COUNTERS = (
+    "periods_total",
+    "throttled_periods_total",
+    "throttled_seconds_total",
+    "usage_seconds_total",
+    "threads",
+    "pressure_waiting_seconds_total",
+    "pressure_stalled_seconds_total",
+)
 
 
 def readings_from_vectors(
@@ -513,6 +524,8 @@ def readings_from_vectors(
                 period_us=_positive_int(values.get("period_us")),
                 quota_us=_positive_int(values.get("quota_us")),  # 0 or -1 means no quota
                 node=node,
+                pressure_waiting_seconds_total=values.get("pressure_waiting_seconds_total"),
+                pressure_stalled_seconds_total=values.get("pressure_stalled_seconds_total"),
             )
         )
     return readings, problems.as_list()

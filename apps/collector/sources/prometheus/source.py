@@ -198,6 +198,8 @@ class PrometheusAdapter:
                 "is this node's kubelet /metrics/cadvisor scraped, and is its target up?",
             )
         result = NodeRead(node=node, readings=readings, problems=list(problems))
+        if readings:  # no container_pressure_cpu_* series: this node's kubelet exports no CPU pressure
+            result.has_pressure = any(r.pressure_waiting_seconds_total is not None for r in readings)
         if any(r.periods_total is not None for r in readings):
             result.has_cfs_counters = True
         elif readings and facts.limited_containers:
