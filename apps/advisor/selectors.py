@@ -13,14 +13,15 @@ from typing import Any
 from django.db.models import Aggregate, Count, Max, Q, QuerySet
 
 from apps.clusters.kubelet import DEFAULT_PERIOD_US
-from apps.clusters.models import Cluster
+from apps.clusters.models import POD_CGROUP, Cluster, Container, Pod
 
 from .explain import explain_paragraphs
 from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
+from .pod_quota import PodQuota, judge_pod_quota
 from .pressure import Pressure, pressure_of
 from .rules import ContainerFacts, Policy, Recommendation, Shortfall, data_shortfalls
-from .services import next_refresh_at, policy_from_settings
+from .services import next_refresh_at, policy_from_settings, summaries_of
 from .snippets import kubectl_command
 from .windows import WindowSummary
 
@@ -135,8 +136,13 @@ def findings(
         qs = qs.filter(container__pod__node__name=node)
     if workload:
         qs = qs.filter(container__pod__workload_name=workload)
+    # Among equal ratios, the container whose work waited most (CPU pressure) first: the throttling that hurts.
     return qs.order_by(
-        F("throttle_ratio").desc(nulls_last=True), "namespace", "container__pod__name", "container__name"
+        F("throttle_ratio").desc(nulls_last=True),
+        F("pressure_waiting_per_second").desc(nulls_last=True),
+        "namespace",
+        "container__pod__name",
+        "container__name",
     )
 
 
@@ -230,8 +236,11 @@ def finding_pressure(finding: Finding) -> Pressure:
             threads_max=None,
             samples=finding.samples,
             covered_seconds=finding.covered_seconds,
+            lifetime=finding.lifetime,
             pressure_waiting_per_second=finding.pressure_waiting_per_second,
             pressure_stalled_per_second=finding.pressure_stalled_per_second,
+            throttled_seconds_total=finding.throttled_seconds_total,
+            pressure_waiting_seconds_total=finding.pressure_waiting_seconds_total,
         )
     )
 
@@ -372,6 +381,8 @@ def container_facts(finding: Finding) -> ContainerFacts:
         usage_active_mcpu=finding.usage_active_mcpu,
         pressure_waiting_per_second=finding.pressure_waiting_per_second,
         pressure_stalled_per_second=finding.pressure_stalled_per_second,
+        throttled_seconds_total=finding.throttled_seconds_total,
+        pressure_waiting_seconds_total=finding.pressure_waiting_seconds_total,
     )
     facts = ContainerFacts(
         window=summary,
@@ -441,3 +452,27 @@ def findings_glance(cluster: Cluster, computed_at: datetime, *, top: int = 5) ->
     else:
         lines.append("  No recommendations.")
     return lines
+
+
+def pod_quota(pod: Pod, window: str, since: datetime, until: datetime, findings: Iterable[Finding]) -> PodQuota | None:
+    """The pod cgroup's own throttling over (since, until] beside its containers' findings (`findings`), or None when
+    no pod-level counters are stored (no pod-level quota, or a source that does not read the pod cgroup)."""
+    cgroup = Container.with_pod_cgroups.filter(pod=pod, name=POD_CGROUP).values_list("pk", "period_us").first()
+    if cgroup is None:
+        return None
+    cid, period_us = cgroup
+    findings = list(findings)
+    # The refresh's instant, not the containers' window end: a lifetime finding ends at its own reading, and the
+    # pod cgroup's reading of the same scrape can be a few seconds later.
+    span = until - since
+    until = max([until, *(f.computed_at for f in findings if f.computed_at)])
+    summary = summaries_of({cid: period_us}, window, until - span, until).get(cid)
+    if summary is None:
+        return None
+    return judge_pod_quota(
+        summary,
+        pod_limit_mcpu=pod.limit_mcpu,
+        container_limits=[c.limit_mcpu for c in pod.containers.all()],
+        container_ratios=[f.throttle_ratio for f in findings],
+        target=policy_from_settings().throttle_target,
+    )

@@ -160,7 +160,7 @@ def refresh_part(
         for window in windows:
             start = starts[window]
             current = {cid: s for cid, s in statics.items() if s.pod_last_seen is not None and s.pod_last_seen >= start}
-            summaries = _summaries(current, window, start, now)
+            summaries = summaries_of({cid: st.facts.period_us for cid, st in current.items()}, window, start, now)
             per_period = _period_evidence(current, start, now)
             rows = []
             for container_id, static in current.items():
@@ -283,8 +283,12 @@ def _static_facts(cluster: Cluster, since: datetime, part: RefreshPart | None = 
         yield statics
 
 
-def _summaries(statics: dict[int, _Static], window: str, start: datetime, end: datetime) -> dict[int, WindowSummary]:
-    ids = list(statics)
+def summaries_of(
+    period_us: dict[int, int | None], window: str, start: datetime, end: datetime
+) -> dict[int, WindowSummary]:
+    """The window's summary of each container id (its CFS period in `period_us`): raw samples for the hour (a
+    container without one shows its latest lifetime totals), hourly rollups for longer windows."""
+    ids = list(period_us)
     out: dict[int, WindowSummary] = {}
     if window == Window.HOUR:
         rows_by: dict[int, list[SampleRow]] = defaultdict(list)
@@ -301,7 +305,7 @@ def _summaries(statics: dict[int, _Static], window: str, start: datetime, end: d
                 start if inside else rows[-1].ts - timedelta(seconds=1),
                 end,
                 interval,
-                period_us=statics[cid].facts.period_us,
+                period_us=period_us[cid],
             )
         return out
     rollups_by: dict[int, list[RollupRow]] = defaultdict(list)
@@ -400,6 +404,8 @@ class FindingRow(NamedTuple):
     expected_curve: list[list[float]]
     pressure_waiting_per_second: float | None
     pressure_stalled_per_second: float | None
+    throttled_seconds_total: float | None
+    pressure_waiting_seconds_total: float | None
 
 
 FINDING_COLUMNS = FindingRow._fields
@@ -506,6 +512,8 @@ def _finding_row(
         expected_curve=[[limit, ratio] for limit, ratio in curve],
         pressure_waiting_per_second=summary.pressure_waiting_per_second,
         pressure_stalled_per_second=summary.pressure_stalled_per_second,
+        throttled_seconds_total=summary.throttled_seconds_total,
+        pressure_waiting_seconds_total=summary.pressure_waiting_seconds_total,
     )
 
 

@@ -367,7 +367,10 @@ class PushResultSerializer(serializers.Serializer):
     samples_written = serializers.IntegerField()
     duplicates = serializers.IntegerField(help_text="Readings at or before the container's last stored instant.")
     period_samples_written = serializers.IntegerField(help_text="Period samples of matched containers stored.")
-    pod_level = serializers.IntegerField(help_text="Pod-level cgroups: counted, not stored.")
+    pod_level = serializers.IntegerField(help_text="Pod-level cgroups in the push.")
+    pod_cgroups_written = serializers.IntegerField(
+        help_text="Of those, the ones with a CFS quota, of pods on the pushing node: stored as the pods' own series."
+    )
     sandboxes = serializers.IntegerField(help_text="Pod sandbox (pause) cgroups: counted, not stored.")
     unknown = UnmatchedSerializer(many=True, help_text="Cgroups that match no known container, with the reason.")
     problems = serializers.ListField(child=serializers.CharField())

@@ -49,3 +49,6 @@ class PodInfo:
     containers: tuple[ContainerInfo, ...] = ()
     resize_status: str = ""  # an in-place resize not yet done: "Pending (Deferred)", "In progress", …; "" for none
     resize_message: str = ""
+    # Pod-level resources (spec.resources, PodLevelResources): the pod cgroup's quota and shares when given.
+    request_mcpu: int | None = None
+    limit_mcpu: int | None = None

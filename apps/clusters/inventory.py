@@ -34,7 +34,17 @@ _NODE_REPORTED = (
 _NODE_COLUMNS = column_specs(Node, ["name", *_NODE_REPORTED], identity=["name"], rules={"name": "node"})
 # What an upsert writes of a pod besides its names and node, and of a container besides its name: one list, which
 # the column checks, both upsert paths and their SQL are built from.
-_POD_VALUES = ("uid", "qos_class", "workload_kind", "workload_name", "resize_status", "resize_message")
+_POD_VALUES = (
+    "uid",
+    "qos_class",
+    "workload_kind",
+    "workload_name",
+    "resize_status",
+    "resize_message",
+    "request_mcpu",
+    "limit_mcpu",
+)
+_POD_INTEGERS = {"request_mcpu", "limit_mcpu"}  # the others are text
 _CONTAINER_VALUES = ("container_id", "request_mcpu", "limit_mcpu", "restarts", "spec_request_mcpu", "spec_limit_mcpu")
 _CONTAINER_TEXT = {"container_id"}  # the others are integers
 _pod_values = operator.attrgetter(*_POD_VALUES)
@@ -171,7 +181,7 @@ UPSERT_CHUNK_PODS = 5000
 # nodes held back every node read of the cycle (benchmarks/bench_scale.py).
 _CREATE_POD_LOAD = f"""
 CREATE TEMP TABLE IF NOT EXISTS pod_load (
-    namespace text, name text, node_id bigint, {", ".join(f"{c} text" for c in _POD_VALUES)}
+    namespace text, name text, node_id bigint, {", ".join(f"{c} {'bigint' if c in _POD_INTEGERS else 'text'}" for c in _POD_VALUES)}
 ) ON COMMIT DELETE ROWS
 """
 _CREATE_CONTAINER_LOAD = f"""

@@ -88,6 +88,8 @@ class Pod(models.Model):
         max_length=32, blank=True, default="", db_default="", help_text="An in-place resize not yet done."
     )
     resize_message = models.CharField(max_length=300, blank=True, default="", db_default="")
+    request_mcpu = models.PositiveIntegerField(null=True, blank=True, help_text="Pod-level request (spec.resources).")
+    limit_mcpu = models.PositiveIntegerField(null=True, blank=True, help_text="Pod-level limit (spec.resources).")
     last_seen = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -99,6 +101,19 @@ class Pod(models.Model):
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+# The name under which a pod's own cgroup is stored: its CFS counters throttle the whole pod (a pod-level quota). No
+# container can have it (Kubernetes names are non-empty), and the default manager leaves these rows out.
+POD_CGROUP = ""
+
+
+class ContainerManager(models.Manager["Container"]):
+    """The pod's containers, without the pod's own cgroup (POD_CGROUP), which only the pod page's pod-level figures
+    and the ingest read."""
+
+    def get_queryset(self) -> models.QuerySet[Container]:
+        return super().get_queryset().exclude(name=POD_CGROUP)
 
 
 class Container(models.Model):
@@ -115,7 +130,11 @@ class Container(models.Model):
     spec_limit_mcpu = models.PositiveIntegerField(null=True, blank=True)
     last_seen = models.DateTimeField(null=True, blank=True)
 
+    with_pod_cgroups = models.Manager()
+    objects = ContainerManager()
+
     class Meta:
+        default_manager_name = "objects"  # related lookups (pod.containers) leave the pod cgroup out too
         ordering = ["pod", "name"]
         constraints = [models.UniqueConstraint(fields=["pod", "name"], name="container_unique_per_pod")]
         indexes = [models.Index(fields=["container_id"], name="container_runtime_id")]

@@ -116,6 +116,11 @@ class CadvisorScrape:
     shares_by_container: dict[tuple[str, str, str], int] = field(default_factory=dict)
     has_pressure: bool = False
 
+    def pod_quota_readings(self) -> list[CounterReading]:
+        """The pod cgroups with CFS counters, i.e. a pod-level quota (every container limited, or spec.resources):
+        the ones whose throttling can differ from their containers'. Others would only double the stored series."""
+        return [r for r in self.pod_readings if r.periods_total is not None]
+
 
 @dataclass(slots=True)
 class _Cgroup:

@@ -76,6 +76,8 @@ class ScrapeResult:
     has_cfs_counters: bool = False  # False: this kubelet exposes no container_cpu_cfs_* series at all
     has_pressure: bool = False  # False: no container_pressure_cpu_* series
     problems: list[str] = field(default_factory=list)
+    pod_readings: list[CounterReading] = field(default_factory=list, repr=False)  # pods with a pod-level quota
+    pod_samples_written: int = 0
 
 
 @dataclass
@@ -177,6 +179,8 @@ def _read_scrape(
     except OSError as exc:
         raise DumpError(f"{what}: the file cannot be read: {exc.strerror or exc}") from None
     readings = scrape.readings if at is None else [replace(r, ts=at) for r in scrape.readings]
+    pod_readings = scrape.pod_quota_readings()
+    result.pod_readings = pod_readings if at is None else [replace(r, ts=at) for r in pod_readings]
     result.readings = len(readings)
     result.with_cfs = sum(1 for r in readings if r.periods_total is not None)
     result.lines = scrape.lines
@@ -225,7 +229,8 @@ def import_dump(
     ]
 
     all_readings = [r for _, readings in scrapes for r in readings]
-    batch_at = at or max((r.ts for r in all_readings), default=imported_at)
+    pod_cgroup_readings = [r for scrape, _ in scrapes for r in scrape.pod_readings]
+    batch_at = at or max((r.ts for r in (*all_readings, *pod_cgroup_readings)), default=imported_at)
     result = ImportResult(
         cluster=cluster_name,
         cluster_created=False,
@@ -290,6 +295,10 @@ def _store(
             result.samples_written += ingested.samples_written
             result.duplicates += ingested.duplicates
             result.resets += ingested.resets
+            if scrape.pod_readings:
+                pods_ingested = ingest_readings(cluster, scrape.pod_readings, now=batch_at)
+                scrape.pod_samples_written = pods_ingested.samples_written
+                scrape.problems.extend(pods_ingested.problems)
             if readings:
                 Node.objects.filter(cluster=cluster, name=scrape.node).update(
                     has_cfs_counters=scrape.has_cfs_counters, has_pressure=scrape.has_pressure
@@ -426,7 +435,8 @@ def format_summary(result: ImportResult, *, max_lines: int = 10) -> list[str]:
     for scrape in result.scrapes:
         lines.append(
             f"  {scrape.node}: {scrape.path} — {scrape.lines} line(s), {scrape.readings} container(s), "
-            f"{scrape.with_cfs} with CFS counters, {len(scrape.problems)} problem(s)"
+            f"{scrape.with_cfs} with CFS counters, {len(scrape.pod_readings)} pod cgroup(s) with a pod-level quota, "
+            f"{len(scrape.problems)} problem(s)"
         )
     lines.append(f"Problems: {len(result.problems)}")
     lines.extend(f"  {p}" for p in result.problems[:max_lines])

@@ -240,7 +240,14 @@ def pod_from_object(
         containers=_running_containers(spec, status, where),
         resize_status=resize[0],
         resize_message=resize[1],
+        request_mcpu=_resource_mcpu(_pod_resources(spec, where).get("requests"), f"{where}: spec.resources.requests"),
+        limit_mcpu=_resource_mcpu(_pod_resources(spec, where).get("limits"), f"{where}: spec.resources.limits"),
     )
+
+
+def _pod_resources(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    resources = spec.get("resources")
+    return {} if resources is None else _mapping(resources, f"{where}: spec.resources")
 
 
 def pods_from_objects(

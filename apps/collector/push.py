@@ -26,8 +26,8 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from apps.clusters.models import Cluster, Container, Node, Pod
-from apps.telemetry.ingest import ingest
+from apps.clusters.models import POD_CGROUP, Cluster, Container, Node, Pod
+from apps.telemetry.ingest import ingest, ingest_readings
 from apps.telemetry.periods import store_period_samples
 from apps.telemetry.readings import Batch, CounterReading, NodeInfo, PeriodReading
 from apps.words import printable
@@ -108,7 +108,8 @@ class PushResult:
     samples_written: int = 0
     duplicates: int = 0  # readings at or before the container's last stored instant
     period_samples_written: int = 0
-    pod_level: int = 0  # pod cgroups: counted, not stored
+    pod_level: int = 0  # pod cgroups in the batch
+    pod_cgroups_written: int = 0  # of those, the ones with a quota (pods on this node): stored as the pods' own
     sandboxes: int = 0  # the pause container of a pod whose containers were all matched
     unknown: list[Unmatched] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -155,6 +156,11 @@ def ingest_agent_batch(
     result = PushResult(cluster=target.name, node=batch.node.name)
     readings, period_readings = _match(target, node, batch, result)
     stored = ingest(target, Batch(nodes=[_node_info(node, batch.node)], readings=readings), now=now)
+    pod_cgroups = _pod_cgroup_readings(target, node, batch)
+    if pod_cgroups:
+        pods_stored = ingest_readings(target, pod_cgroups, now=now)
+        result.pod_cgroups_written = pods_stored.samples_written
+        result.problems.extend(pods_stored.problems)
     result.period_samples_written = store_period_samples(period_readings)
     result.accepted = len(readings)
     result.samples_written = stored.samples_written
@@ -224,24 +230,7 @@ def _match(
                 f"{pod.uid}) but the agent found it under pod uid {sample.pod_uid}; stored by its container id"
             )
         matched_per_pod[sample.pod_uid].add(sample.container_id)
-        readings.append(
-            CounterReading(
-                namespace=pod.namespace,
-                pod=pod.name,
-                container=container.name,
-                ts=batch.collected_at,
-                periods_total=sample.periods_total,
-                throttled_periods_total=sample.throttled_periods_total,
-                throttled_seconds_total=sample.throttled_seconds_total,
-                usage_seconds_total=sample.usage_seconds_total,
-                pressure_waiting_seconds_total=sample.pressure_waiting_seconds_total,
-                pressure_stalled_seconds_total=sample.pressure_stalled_seconds_total,
-                threads=sample.threads,
-                period_us=sample.period_us,
-                quota_us=sample.quota_us,
-                node=batch.node.name,
-            )
-        )
+        readings.append(_reading(sample, pod, container.name, batch))
         periods = sample.period_sample
         if periods is not None and sample.period_us is not None:
             period_readings.append(
@@ -258,6 +247,37 @@ def _match(
     if unmatched:
         _sort_unmatched(cluster, unmatched, matched_per_pod, result)
     return readings, period_readings
+
+
+def _pod_cgroup_readings(cluster: Cluster, node: Node, batch: AgentBatch) -> list[CounterReading]:
+    """The pod cgroups with a quota (CFS counters) of pods the inventory places on `node`, as the pods' own series
+    (POD_CGROUP); the others are only counted."""
+    samples = [s for s in batch.samples if not s.container_id and s.periods_total is not None]
+    if not samples:
+        return []
+    pods = {p.uid: p for p in Pod.objects.filter(cluster=cluster, node=node, uid__in={s.pod_uid for s in samples})}
+    return [
+        _reading(sample, pod, POD_CGROUP, batch) for sample in samples if (pod := pods.get(sample.pod_uid)) is not None
+    ]
+
+
+def _reading(sample: AgentSample, pod: Pod, container: str, batch: AgentBatch) -> CounterReading:
+    return CounterReading(
+        namespace=pod.namespace,
+        pod=pod.name,
+        container=container,
+        ts=batch.collected_at,
+        periods_total=sample.periods_total,
+        throttled_periods_total=sample.throttled_periods_total,
+        throttled_seconds_total=sample.throttled_seconds_total,
+        usage_seconds_total=sample.usage_seconds_total,
+        pressure_waiting_seconds_total=sample.pressure_waiting_seconds_total,
+        pressure_stalled_seconds_total=sample.pressure_stalled_seconds_total,
+        threads=sample.threads,
+        period_us=sample.period_us,
+        quota_us=sample.quota_us,
+        node=batch.node.name,
+    )
 
 
 def _sort_unmatched(

@@ -144,9 +144,10 @@ def collect_node(run_id: int, node: str, source: Source | None = None) -> tuple[
     source = source or cached_source_for(run.cluster)
     read = source.read_node(node, now)
     readings = [r if r.node else replace(r, node=node) for r in read.readings]
+    pod_readings = [r if r.node else replace(r, node=node) for r in read.pod_readings]
     # Its own transaction (samples and series heads together); if the worker dies after it, the redelivered task
     # reads the node again and the stored readings are recognised as duplicates.
-    result = ingest_readings(run.cluster, readings, now=now)
+    result = ingest_readings(run.cluster, readings + pod_readings, now=now)
     with transaction.atomic():
         node_updates: dict[str, object] = {"last_seen": now}
         if read.has_cfs_counters is not None:

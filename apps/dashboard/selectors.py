@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from apps.advisor.kernel import KernelVerdict, kernel_verdict
 from apps.advisor.models import WINDOW_SECONDS, Finding, Window
+from apps.advisor.pod_quota import PodQuota
 from apps.advisor.rules import shortfall_text
 from apps.advisor.selectors import (
     Coverage,
@@ -28,6 +29,7 @@ from apps.advisor.selectors import (
     coverage_from,
     explanation,
     findings,
+    pod_quota,
     report_row,
     shortfalls,
     window_coverage,
@@ -534,6 +536,7 @@ class PodDetail:
     until: datetime
     resolution: str  # "raw" (one point per collection) or "hourly"
     status: WindowStatus
+    pod_quota: PodQuota | None = None  # the pod cgroup's own throttling, where it is stored
 
 
 def pod_detail(pod: Pod, *, window: str = Window.HOUR, now: datetime | None = None) -> PodDetail:
@@ -567,4 +570,5 @@ def pod_detail(pod: Pod, *, window: str = Window.HOUR, now: datetime | None = No
             )
         )
     status = window_status(pod.cluster, window, container_ids=[c.pk for c in containers])
-    return PodDetail(pod, details, since, until, resolution, status)
+    quota = pod_quota(pod, window, since, until, by_container.values())
+    return PodDetail(pod, details, since, until, resolution, status, quota)

@@ -329,7 +329,7 @@ def test_the_agent_sends_period_samples_of_the_throttled_container_from_its_seco
     assert "sampler_cpu_seconds" not in first
     assert all("period_sample" not in row for row in first["containers"])
     rows = {(row["pod_uid"], row["container_id"]): row for row in second["containers"]}
-    assert "period_sample" not in rows[(tree.pod_uid, "")]  # pod cgroups are not stored, so not sampled
+    assert "period_sample" not in rows[(tree.pod_uid, "")]  # the period sampler samples containers only
     sample = rows[(tree.pod_uid, tree.container_id)]["period_sample"]
     assert set(sample) == {"seconds", "periods", "throttled_us"}
     assert 1.0 <= sample["seconds"] < 2.0

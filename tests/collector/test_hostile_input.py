@@ -29,7 +29,7 @@ from rest_framework.test import APIClient
 
 from apps.advisor.models import Finding
 from apps.api.services import create_token
-from apps.clusters.models import Container, Node, Pod
+from apps.clusters.models import POD_CGROUP, Container, Node, Pod
 from apps.clusters.services import register_cluster
 from apps.collector.cadvisor import MAX_LINE_BYTES
 from apps.collector.models import CollectionRun
@@ -133,7 +133,8 @@ def node_error(run: CollectionRun, node: str = HOSTILE_NODE) -> str:
 
 def stored(run: CollectionRun, node: str = HOSTILE_NODE) -> dict[tuple[str, str, str], tuple[int | None, int | None]]:
     """(namespace, pod, container) → (periods, threads) of the samples stored for the node's containers."""
-    rows = Sample.objects.filter(container__pod__cluster=run.cluster, container__pod__node__name=node).values_list(
+    samples = Sample.objects.filter(container__pod__cluster=run.cluster, container__pod__node__name=node)
+    rows = samples.exclude(container__name=POD_CGROUP).values_list(
         "container__pod__namespace", "container__pod__name", "container__name", "periods_total", "threads"
     )
     return {(ns, pod, c): (periods, threads) for ns, pod, c, periods, threads in rows}

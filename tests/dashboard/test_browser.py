@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 
 from tests.builders import PATTERNS, Pattern, build_cluster
 
@@ -277,6 +278,78 @@ def test_the_pod_page_draws_what_a_higher_limit_should_do(browser, site: str) ->
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.locator(".limit-curve").screenshot(path=str(SHOTS / "pod-limit-curve-laptop.png"))
     shoot(page, "pod-with-limit-curve-laptop")
+    assert errors == []
+
+
+PSI_PATTERNS = (
+    Pattern("hot", "shop", 250, 500, 490.0, 0.6, 8, pressure=0.3),  # throttled and waiting
+    Pattern("dark", "shop", 250, 500, 490.0, 0.6, 8, pressure=0.0),  # throttled, PSI reads 0: not measured
+    Pattern("old", "shop", 250, 500, 490.0, 0.6, 8),  # no pressure series
+)
+
+
+@pytest.fixture()
+def psi_site(live_server, django_user_model) -> str:
+    django_user_model.objects.create_user("ops", password=PASSWORD)
+    build_cluster("demo", patterns=PSI_PATTERNS, per_pattern=1)
+    # And the real Kubernetes 1.34 capture, whose pod cgroups carry their own quota.
+    capture = Path(__file__).resolve().parents[1] / "fixtures" / "clusters" / "k8s-1.34-minikube-psi"
+    call_command(
+        "import_dump", "--cluster", "mk", "--nodes", str(capture / "nodes.yaml"), "--pods", str(capture / "pods.yaml"),
+        "--metrics", f"datagen-1-34={capture / 'cadvisor.txt'}", stdout=io.StringIO(),
+    )  # fmt: skip
+    return live_server.url
+
+
+@pytest.fixture()
+def psi_browser(psi_site: str) -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+_TRACES = "el => el.data.map(t => [t.name, Array.from(t.y || []).filter(v => v !== null)])"
+
+
+def test_the_report_and_the_pod_chart_show_cpu_pressure_and_never_an_unmeasured_zero(psi_browser, psi_site):
+    page, errors = logged_in_page(psi_browser, psi_site, LAPTOP)
+    page.goto(f"{psi_site}/c/demo/ns/shop/")
+    page.wait_for_selector("#report")
+    assert page.locator("#report th", has_text="CPU waiting").count() == 1
+    cells = {pod: page.locator(f"#report tbody tr[data-pod='{pod}'] td.pressure").inner_text() for pod in
+             ("hot-0", "dark-0", "old-0")}  # fmt: skip
+    assert cells == {"hot-0": "30.0%", "dark-0": "not measured", "old-0": "—"}
+    shoot(page, "namespace-pressure-laptop")
+
+    charts = {}
+    for pod in ("hot-0", "dark-0"):
+        page.goto(f"{psi_site}/c/demo/ns/shop/pod/{pod}/")
+        chart = page.locator(".js-plotly-plot").first
+        chart.locator(".main-svg").first.wait_for()
+        charts[pod] = dict(chart.evaluate(_TRACES))
+        if pod == "hot-0":
+            shoot_chart(page, "pod-pressure-laptop")
+    waiting = charts["hot-0"]["CPU pressure (% of time waiting)"]
+    assert waiting and all(v == pytest.approx(30.0) for v in waiting)
+    assert "CPU pressure (% of time waiting)" not in charts["dark-0"]  # a zero that was not measured is not drawn
+    assert "pressure is not being measured on this node" in page.content()
+    assert errors == []
+
+
+def test_the_pod_page_says_when_the_pods_own_quota_throttles_it(psi_browser, psi_site):
+    page, errors = logged_in_page(psi_browser, psi_site, LAPTOP)
+    page.goto(f"{psi_site}/c/mk/ns/scraper/pod/e2e-container-creating/")
+    box = page.locator("#pod-quota")
+    box.wait_for()
+    text = box.inner_text()
+    assert "throttled in 73% of its periods since the pod started (43 of 59)" in text
+    assert "none of its containers reported throttling" in text
+    assert "pod-quota-alone" in (box.get_attribute("class") or "")
+    assert box.evaluate("el => getComputedStyle(el).borderLeftStyle") == "solid"  # the stylesheet marks it
+    shoot(page, "pod-quota-laptop")
     assert errors == []
 
 

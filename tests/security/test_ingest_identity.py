@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from apps.api.models import ApiToken, hash_key
 from apps.api.services import create_token
-from apps.clusters.models import Cluster, Node
+from apps.clusters.models import POD_CGROUP, Cluster, Node
 from apps.telemetry.ingest import ingest
 from apps.telemetry.models import Sample
 from apps.telemetry.readings import Batch, ContainerInfo, NodeInfo, PodInfo
@@ -79,6 +79,23 @@ def test_a_node_cannot_write_readings_for_a_container_on_another_node(pusher, pr
     [reason] = [u["reason"] for u in body["unknown"] if u["container_id"] == CID_WEB]
     assert reason == "the inventory places shop/web-1 on node node-a, not on node-b: not stored"
     assert post(pusher, payload(node="node-a")).json()["accepted"] == 1 and stored() == 1
+
+
+def test_a_pod_cgroup_with_a_quota_is_stored_as_its_pods_own_series_only_from_its_node(pusher, prod, payload):
+    def with_pod_quota(body):
+        [pod_cgroup] = [c for c in body["containers"] if c["pod_uid"] == UID_WEB and not c["container_id"]]
+        pod_cgroup.update(periods_total=100, throttled_periods_total=60, throttled_seconds_total=3.0, quota_us=50_000,
+                          period_us=100_000)  # fmt: skip
+        return body
+
+    elsewhere = post(pusher, with_pod_quota(payload(node="node-b")))  # web-1 runs on node-a
+    assert elsewhere.status_code == 200 and elsewhere.json()["pod_cgroups_written"] == 0
+    assert not Sample.objects.filter(container__name=POD_CGROUP).exists()
+    response = post(pusher, with_pod_quota(payload(node="node-a")))
+    assert response.status_code == 200
+    assert (response.json()["accepted"], response.json()["pod_cgroups_written"]) == (1, 1)
+    [sample] = Sample.objects.filter(container__pod__name="web-1", container__name=POD_CGROUP)
+    assert (sample.periods_total, sample.throttled_periods_total, sample.throttled_seconds_total) == (100, 60, 3.0)
 
 
 def test_a_token_of_one_cluster_cannot_push_into_another(client_for, api_user, prod, payload):

@@ -351,7 +351,7 @@ def test_the_command_prints_its_url_writes_a_kubeconfig_and_imports_no_django(tm
 
 @pytest.mark.django_db(transaction=True)
 def test_collect_once_stores_every_healthy_node_and_reports_the_failing_ones(tmp_path: Path, settings: Any) -> None:
-    from apps.clusters.models import Container
+    from apps.clusters.models import POD_CGROUP, Container
     from apps.clusters.services import register_cluster
     from apps.collector.models import CollectionRun
     from apps.collector.services import collect_once
@@ -372,7 +372,11 @@ def test_collect_once_stores_every_healthy_node_and_reports_the_failing_ones(tmp
     assert errors.keys() == bad.keys()
     for node, fault in bad.items():
         assert ("HTTP 500" if fault == "failing" else "no complete answer within 2 s") in errors[node]
-    stored = Counter(Sample.objects.values_list("container__pod__node__name", flat=True))
+    containers = Sample.objects.exclude(container__name=POD_CGROUP)
+    stored = Counter(containers.values_list("container__pod__node__name", flat=True))
     assert stored == {sim.node_name(i): 60 for i in range(20) if sim.node_name(i) not in bad}
-    assert run.samples_written == 17 * 60
+    # And the pod cgroups with a pod-level quota (every container limited): stored as their pods' own series.
+    pod_cgroups = Sample.objects.filter(container__name=POD_CGROUP).count()
+    assert pod_cgroups > 0
+    assert run.samples_written == 17 * 60 + pod_cgroups
     assert Container.objects.filter(pod__cluster=registered).count() == 20 * 60

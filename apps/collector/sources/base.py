@@ -49,6 +49,9 @@ class NodeRead:
 
     node: str
     readings: list[CounterReading] = field(default_factory=list)
+    # The pod cgroups' own counters (container POD_CGROUP), for pods with a pod-level quota: stored, never reported
+    # as containers.
+    pod_readings: list[CounterReading] = field(default_factory=list)
     node_info: NodeInfo | None = None  # facts only this read knows (CPU manager policy, slice size…)
     has_cfs_counters: bool | None = None
     has_pressure: bool | None = None  # whether CPU pressure (PSI) series came; None: this source cannot tell

@@ -32,6 +32,7 @@ def node_read(node: str, body: bytes, now: datetime) -> NodeRead:
     result = NodeRead(
         node=node,
         readings=scrape.readings,
+        pod_readings=scrape.pod_quota_readings(),
         has_cfs_counters=scrape.has_cfs_counters,
         has_pressure=scrape.has_pressure if scrape.readings else None,
     )
