@@ -36,7 +36,7 @@ os.environ.setdefault("DEBUG", "1")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cputune_bench")
 
 import bench_pages  # noqa: E402 - the data builder shared with the pages benchmark
-from common import ensure_database  # noqa: E402 - next to this script
+from common import BENCH_SECRET_KEY, ensure_database  # noqa: E402 - next to this script
 
 SERIES_TARGET_MS = 200.0
 
@@ -117,7 +117,7 @@ def main() -> None:
     env = {
         **os.environ,
         "DEBUG": "0",
-        "SECRET_KEY": "bench-only-not-secret-" + "b" * 40,  # outside DEBUG a key needs 50+ characters
+        "SECRET_KEY": BENCH_SECRET_KEY,
         "ALLOWED_HOSTS": "127.0.0.1",
         "PYTHONPATH": str(ROOT),
     }

@@ -24,12 +24,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from common import ensure_database  # noqa: E402 - next to this script
+from common import BENCH_SECRET_KEY, ensure_database  # noqa: E402 - next to this script
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cputune.settings")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cputune_bench")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/9")
-os.environ.setdefault("SECRET_KEY", "benchmarks-only")
+os.environ.setdefault("SECRET_KEY", BENCH_SECRET_KEY)
 os.environ.setdefault("CPUTUNE_NODE_TIMEOUT", "30")
 FIXTURE = ROOT / "tests/fixtures/clusters/k8s-1.33-minikube"
 

@@ -21,13 +21,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from common import ensure_database  # noqa: E402 - next to this script
+from common import BENCH_SECRET_KEY, ensure_database  # noqa: E402 - next to this script
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cputune.settings")
 os.environ.setdefault("DEBUG", "0")  # no query log: it would be part of what is measured
-os.environ.setdefault(
-    "SECRET_KEY", "benchmarks-only-not-secret-" + "b" * 40
-)  # outside DEBUG a key needs 50+ characters
+os.environ.setdefault("SECRET_KEY", BENCH_SECRET_KEY)
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cputune_bench")
 
 

@@ -32,11 +32,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from common import ensure_database, time_get  # noqa: E402 - next to this script
+from common import BENCH_SECRET_KEY, ensure_database, time_get  # noqa: E402 - next to this script
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cputune.settings")
 os.environ.setdefault("DEBUG", "1")  # static files without collectstatic; timing runs with settings.DEBUG off
-os.environ.setdefault("SECRET_KEY", "benchmarks-only")
+os.environ.setdefault("SECRET_KEY", BENCH_SECRET_KEY)
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cputune_storage")
 os.environ.setdefault("CPUTUNE_RETENTION_RAW_DAYS", "7")
 

@@ -7,6 +7,9 @@ import statistics
 import time
 from typing import Any
 
+# Outside DEBUG the settings refuse a key under 50 characters; the scripts run with DEBUG off, as production does.
+BENCH_SECRET_KEY = "benchmarks-only-not-secret-" + "b" * 40
+
 
 def ensure_database(url: str) -> None:
     """Create the benchmark's PostgreSQL database if it is missing (nothing to do for SQLite)."""

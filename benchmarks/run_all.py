@@ -19,6 +19,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from common import BENCH_SECRET_KEY  # noqa: E402 - next to this script
+
 # bench_pages builds 7 days of samples for 1,000 containers (minutes): bench_api reuses them, then drops them.
 # The two long runs are not in `make bench`; `make bench-scale` and `make bench-storage` run them through this runner,
 # sized by SCALE_NODES and STORAGE_NODES, so their figures land in RESULTS.md and results.json like the others.
@@ -97,7 +100,7 @@ def main(argv: list[str]) -> int:
     chosen = argv or SCRIPTS
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cputune_bench")
-    env.setdefault("SECRET_KEY", "benchmarks-only-not-secret-" + "b" * 40)  # 50+ characters: some scripts run DEBUG=0
+    env.setdefault("SECRET_KEY", BENCH_SECRET_KEY)
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     where = machine()
     rows: list[dict] = []
