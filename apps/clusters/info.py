@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The name under which a pod's own cgroup is stored: its CFS counters throttle the whole pod (a pod-level quota). No
+# container can have it (Kubernetes names are non-empty).
+POD_CGROUP = ""
+
 
 @dataclass(frozen=True, slots=True)
 class NodeInfo:

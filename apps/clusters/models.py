@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from .info import POD_CGROUP
+
 
 class SourceKind(models.TextChoices):
     KUBERNETES = "kubernetes", "Kubernetes API + kubelet cAdvisor"
@@ -103,9 +105,7 @@ class Pod(models.Model):
         return f"{self.namespace}/{self.name}"
 
 
-# The name under which a pod's own cgroup is stored: its CFS counters throttle the whole pod (a pod-level quota). No
-# container can have it (Kubernetes names are non-empty), and the default manager leaves these rows out.
-POD_CGROUP = ""
+# POD_CGROUP names a pod's own cgroup among its containers (apps.clusters.info); the default manager leaves it out.
 
 
 class ContainerManager(models.Manager["Container"]):

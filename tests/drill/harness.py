@@ -32,13 +32,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import psycopg
 
+from apps.collector.cadvisor import parse_cadvisor
 from standins.http import KubernetesHandler, ThreadedServer
 from standins.simulator import SimulatedCluster, SimulatorConfig, SimulatorServer
 
@@ -60,8 +61,23 @@ SIM_CONFIG = SimulatorConfig(
     failing_fraction=0.0,
     hanging_fraction=0.0,
 )
-# The samples one complete cycle stores: one per container.
 CONTAINERS = SIM_CONFIG.nodes * SIM_CONFIG.pods_per_node * SIM_CONFIG.containers_per_pod
+
+
+def _pod_cgroups_with_quota() -> int:
+    """The drill cluster's pod cgroups with a pod-level quota, as its scrapes show them (parsed by the product's
+    parser): the ingest stores each beside the containers."""
+    sim, now = SimulatedCluster(SIM_CONFIG), time.time()
+    return sum(
+        len(
+            parse_cadvisor(sim.scrape(n, now), node=sim.node_name(n), default_ts=datetime.now(UTC)).pod_quota_readings()
+        )
+        for n in range(SIM_CONFIG.nodes)
+    )
+
+
+# The samples one complete cycle stores: one per container and one per pod cgroup with a quota.
+SERIES = CONTAINERS + _pod_cgroups_with_quota()
 
 
 class DrillTimeout(AssertionError):

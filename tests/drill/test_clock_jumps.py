@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from tests.drill.harness import CONTAINERS, head_problems, nodes_at, series_problems
+from tests.drill.harness import SERIES, head_problems, nodes_at, series_problems
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.redis, pytest.mark.root]
 
@@ -31,10 +31,10 @@ def test_clock_jumps_never_store_a_negative_interval_or_move_a_head_back(install
         heads_seen.append(install.db.dump().heads)
         return run.samples_written
 
-    assert cycle(install.instant(1), 1) == CONTAINERS
+    assert cycle(install.instant(1), 1) == SERIES
     assert cycle(install.instant(1) - 300, 2) == 0, "five minutes back: every reading is late"
-    assert cycle(install.instant(2), 3) == CONTAINERS
-    assert cycle(install.instant(2) + 3600, 4) == CONTAINERS, "an hour forward: stored, with an hour-long interval"
+    assert cycle(install.instant(2), 3) == SERIES
+    assert cycle(install.instant(2) + 3600, 4) == SERIES, "an hour forward: stored, with an hour-long interval"
     assert cycle(install.instant(3), 5) == 0, "corrected back: late again until real time passes the jumped heads"
 
     for before, after in itertools.pairwise(heads_seen):
@@ -46,7 +46,7 @@ def test_clock_jumps_never_store_a_negative_interval_or_move_a_head_back(install
     assert [s for s in dump.samples if any(d is not None and d < 0 for d in s.deltas)] == []
     assert not any(s.reset for s in dump.samples), "no container restarted: nothing may look like a counter reset"
     jumped = [s for s in dump.samples if s.ts.timestamp() > install.instant(2) + 60]
-    assert len(jumped) == CONTAINERS and {s.interval_s for s in jumped} == {3600.0}
+    assert len(jumped) == SERIES and {s.interval_s for s in jumped} == {3600.0}
     assert nodes_at(dump, install.instant(2) + 3600) == set(install.nodes)
     before_jump = [s for s in dump.samples if s.ts.timestamp() <= install.instant(2)]
     assert set(before_jump) == baseline.dump.up_to_instant(install.instant(2)).rows()
@@ -62,7 +62,7 @@ def test_readings_stamped_ahead_of_the_server_clock_are_refused_and_the_series_g
     sample, and everything stored equals the run without the jump: nothing lost, nothing counted twice."""
     install = install_factory()
     assert install.run_cycle(1).status == "ok"
-    assert install.run_cycle(2).samples_written == CONTAINERS
+    assert install.run_cycle(2).samples_written == SERIES
 
     jumped = install.run_cycle(3, at_s=time.time() + 3 * 3600)
     assert jumped.samples_written == 0, "readings three hours ahead of the server's clock were stored"
@@ -72,9 +72,9 @@ def test_readings_stamped_ahead_of_the_server_clock_are_refused_and_the_series_g
 
     started = time.monotonic()
     corrected = install.run_cycle(4, at_s=install.instant(3))
-    assert corrected.samples_written == CONTAINERS, "the corrected readings are not stored at once"
+    assert corrected.samples_written == SERIES, "the corrected readings are not stored at once"
     recovery_s = time.monotonic() - started
-    assert install.run_cycle(5, at_s=install.instant(4)).samples_written == CONTAINERS
+    assert install.run_cycle(5, at_s=install.instant(4)).samples_written == SERIES
 
     dump = install.db.dump()
     assert dump.rows() == baseline.dump.up_to_instant(install.instant(4)).rows(), "lost or duplicated readings"

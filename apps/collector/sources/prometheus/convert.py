@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from apps.clusters.info import POD_CGROUP
 from apps.collector.inventory import container_id_without_runtime, qos_class, workload_of
 from apps.telemetry.counters import BadCounter, check_counter, throttle_ratio
 from apps.telemetry.readings import ContainerInfo, CounterReading, NodeInfo, PodInfo
@@ -126,6 +127,18 @@ COUNTER_QUERIES: dict[str, str] = {
     ),
 }
 
+
+# The pod cgroups' own CFS series (container="", a pod label): a pod-level quota throttles the whole pod. Only the
+# current label scheme (Kubernetes ≥ 1.16) is asked; their families carry POD_FAMILY_PREFIX.
+POD_FAMILY_PREFIX = "pod_cgroup_"
+_POD_MATCHERS = 'container="",pod!="",namespace!=""'
+POD_QUERIES: dict[str, str] = {
+    POD_FAMILY_PREFIX + "periods_total": f"container_cpu_cfs_periods_total{{{_POD_MATCHERS}}}",
+    POD_FAMILY_PREFIX + "throttled_periods_total": f"container_cpu_cfs_throttled_periods_total{{{_POD_MATCHERS}}}",
+    POD_FAMILY_PREFIX + "throttled_seconds_total": f"container_cpu_cfs_throttled_seconds_total{{{_POD_MATCHERS}}}",
+    POD_FAMILY_PREFIX + "ts_seconds": f"timestamp(container_cpu_cfs_periods_total{{{_POD_MATCHERS}}})",
+}
+COUNTER_QUERIES.update(POD_QUERIES)
 
 FAMILY_LABEL = "cputune_family"
 
@@ -536,12 +549,19 @@ def _cgroups(vectors: Mapping[str, Sequence[VectorSample]], problems: _Problems)
     repeated by several scrape jobs counted once."""
     cgroups: dict[_Key, dict[str, _Cgroup]] = defaultdict(dict)
     repeated = 0
-    for family, samples in vectors.items():
+    for query_name, samples in vectors.items():
+        pod_level = query_name.startswith(POD_FAMILY_PREFIX)  # the pod cgroup's own: stored under POD_CGROUP
+        family = query_name.removeprefix(POD_FAMILY_PREFIX)
         for s in samples:
             labels = s.labels
-            key = (labels.get("namespace", ""), labels.get("pod", ""), labels.get("container", ""))
-            if not all(key):
-                continue
+            if pod_level:
+                key = (labels.get("namespace", ""), labels.get("pod", ""), POD_CGROUP)
+                if not all(key[:2]):
+                    continue
+            else:
+                key = (labels.get("namespace", ""), labels.get("pod", ""), labels.get("container", ""))
+                if not all(key):
+                    continue
             cgroup = cgroups[key].setdefault(labels.get("id", ""), _Cgroup())
             if family in cgroup.values:
                 repeated += 1

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
+from apps.clusters.info import POD_CGROUP
 from apps.clusters.models import Cluster
 from apps.collector.sources.base import Inventory, NodeRead, NodeScrapeError, SourceUnavailable
 from apps.collector.sources.prometheus.client import PrometheusClient, PrometheusError
@@ -190,6 +191,9 @@ class PrometheusAdapter:
     def _node_read(
         self, node: str, readings: list[CounterReading], facts: _PodFacts, at: datetime, problems: Iterable[str]
     ) -> NodeRead:
+        # The pod cgroups' own series came in the same query: stored, not reported as containers.
+        pod_readings = [r for r in readings if r.container == POD_CGROUP]
+        readings = [r for r in readings if r.container != POD_CGROUP]
         if not readings and facts.running_pods:
             raise NodeScrapeError(
                 node,
@@ -197,7 +201,7 @@ class PrometheusAdapter:
                 f"running pod(s) kube-state-metrics places on this node (at {at:%Y-%m-%d %H:%M:%S} UTC): "
                 "is this node's kubelet /metrics/cadvisor scraped, and is its target up?",
             )
-        result = NodeRead(node=node, readings=readings, problems=list(problems))
+        result = NodeRead(node=node, readings=readings, pod_readings=pod_readings, problems=list(problems))
         if readings:  # no container_pressure_cpu_* series: this node's kubelet exports no CPU pressure
             result.has_pressure = any(r.pressure_waiting_seconds_total is not None for r in readings)
         if any(r.periods_total is not None for r in readings):
