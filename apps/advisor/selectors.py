@@ -57,6 +57,10 @@ REPORT_FIELDS = (
     "pressure_waiting_per_second",
     "pressure_stalled_per_second",
     "pressure_status",
+    # The names the published contract plans for the same two figures, and the pod-level limit (spec.resources).
+    "cpu_pressure_waiting_seconds_per_second",
+    "cpu_pressure_stalled_seconds_per_second",
+    "pod_limit_mcpu",
 )
 
 # Recommendations CSV (page and API): one row per (container, recommendation), in this order. Columns are a contract:
@@ -283,6 +287,9 @@ def report_row(finding: Finding) -> dict[str, Any]:
         "pressure_waiting_per_second": _round(pressure.waiting_per_second, 4),
         "pressure_stalled_per_second": _round(pressure.stalled_per_second, 4),
         "pressure_status": pressure.status,
+        "cpu_pressure_waiting_seconds_per_second": _round(pressure.waiting_per_second, 4),
+        "cpu_pressure_stalled_seconds_per_second": _round(pressure.stalled_per_second, 4),
+        "pod_limit_mcpu": pod.limit_mcpu,
     }
 
 

@@ -189,6 +189,15 @@ class ReportRowSerializer(serializers.Serializer):
         help_text="measured; not_exported (the source has no pressure series); not_measured (pressure reads 0 while "
         "the container was throttled: PSI is off on the node).",
     )
+    cpu_pressure_waiting_seconds_per_second = NumberField(
+        allow_null=True, help_text="The same figure as pressure_waiting_per_second, under the contract's planned name."
+    )
+    cpu_pressure_stalled_seconds_per_second = NumberField(
+        allow_null=True, help_text="The same figure as pressure_stalled_per_second, under the contract's planned name."
+    )
+    pod_limit_mcpu = serializers.IntegerField(
+        allow_null=True, help_text="The pod-level CPU limit (spec.resources.limits.cpu); null when the pod sets none."
+    )
 
 
 class RecommendationRowSerializer(serializers.Serializer):

@@ -22,6 +22,7 @@ CONTRACT_REPORT_FIELDS = [
     "kernel_version", "kernel_verdict", "window_start", "window_end", "recommendations",
     # Added at the end (2026-12): CPU pressure.
     "pressure_waiting_per_second", "pressure_stalled_per_second", "pressure_status",
+    "cpu_pressure_waiting_seconds_per_second", "cpu_pressure_stalled_seconds_per_second", "pod_limit_mcpu",
 ]  # fmt: skip
 CONTRACT_RECOMMENDATION_KEYS = [
     "kind", "severity", "summary", "detail", "suggested_request_mcpu", "suggested_limit_mcpu",

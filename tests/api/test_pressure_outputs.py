@@ -39,6 +39,8 @@ def test_the_containers_api_gives_each_container_its_pressure_and_status(reader,
         assert row["pressure_status"] == status, pod
         assert row["pressure_waiting_per_second"] == (None if waiting is None else pytest.approx(waiting)), pod
         assert row["pressure_stalled_per_second"] == (None if waiting is None else pytest.approx(waiting / 2)), pod
+        assert row["cpu_pressure_waiting_seconds_per_second"] == row["pressure_waiting_per_second"], pod
+        assert row["cpu_pressure_stalled_seconds_per_second"] == row["pressure_stalled_per_second"], pod
 
 
 def test_sorting_by_pressure_puts_the_most_waiting_first_and_the_unmeasured_last(reader, psi):
