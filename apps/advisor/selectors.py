@@ -225,28 +225,7 @@ def window_coverage(
 
 def finding_pressure(finding: Finding) -> Pressure:
     """The finding's CPU pressure as pressure_of judges it (zeros on a throttled container are not figures)."""
-    return pressure_of(
-        WindowSummary(
-            window_start=finding.window_start,
-            window_end=finding.window_end,
-            periods=finding.periods,
-            throttled_periods=finding.throttled_periods,
-            throttle_ratio=finding.throttle_ratio,
-            throttled_seconds_per_second=finding.throttled_seconds_per_second,
-            usage_avg_mcpu=None,
-            usage_p95_mcpu=None,
-            usage_p99_mcpu=None,
-            usage_max_mcpu=None,
-            threads_max=None,
-            samples=finding.samples,
-            covered_seconds=finding.covered_seconds,
-            lifetime=finding.lifetime,
-            pressure_waiting_per_second=finding.pressure_waiting_per_second,
-            pressure_stalled_per_second=finding.pressure_stalled_per_second,
-            throttled_seconds_total=finding.throttled_seconds_total,
-            pressure_waiting_seconds_total=finding.pressure_waiting_seconds_total,
-        )
-    )
+    return pressure_of(finding_window(finding))
 
 
 def report_row(finding: Finding) -> dict[str, Any]:
@@ -365,11 +344,9 @@ def shortfalls(finding: Finding, policy: Policy | None = None) -> tuple[Shortfal
     )
 
 
-def container_facts(finding: Finding) -> ContainerFacts:
-    """The ContainerFacts the advisor judged the finding on, from the finding, its container and its node."""
-    container = finding.container
-    node = container.pod.node
-    summary = WindowSummary(
+def finding_window(finding: Finding) -> WindowSummary:
+    """The WindowSummary the advisor judged the finding on, as the finding stored it."""
+    return WindowSummary(
         window_start=finding.window_start,
         window_end=finding.window_end,
         periods=finding.periods,
@@ -391,6 +368,13 @@ def container_facts(finding: Finding) -> ContainerFacts:
         throttled_seconds_total=finding.throttled_seconds_total,
         pressure_waiting_seconds_total=finding.pressure_waiting_seconds_total,
     )
+
+
+def container_facts(finding: Finding) -> ContainerFacts:
+    """The ContainerFacts the advisor judged the finding on, from the finding, its container and its node."""
+    container = finding.container
+    node = container.pod.node
+    summary = finding_window(finding)
     facts = ContainerFacts(
         window=summary,
         request_mcpu=container.request_mcpu,

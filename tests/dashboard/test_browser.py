@@ -48,15 +48,20 @@ def site(live_server, django_user_model) -> str:
     return live_server.url
 
 
-@pytest.fixture()
-def browser(site: str) -> Iterator:
-    """Started after the data is stored: while Playwright's sync API runs, this thread must not touch the database."""
+def chromium() -> Iterator:
+    """Debian's Chromium through Playwright, closed at the end."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture()
+def browser(site: str) -> Iterator:
+    """Started after the data is stored: while Playwright's sync API runs, this thread must not touch the database."""
+    yield from chromium()
 
 
 def logged_in_page(browser, site: str, viewport: dict) -> tuple[Any, list[str]]:
@@ -303,12 +308,7 @@ def psi_site(live_server, django_user_model) -> str:
 
 @pytest.fixture()
 def psi_browser(psi_site: str) -> Iterator:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    yield from chromium()
 
 
 _TRACES = "el => el.data.map(t => [t.name, Array.from(t.y || []).filter(v => v !== null)])"
