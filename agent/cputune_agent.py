@@ -42,6 +42,7 @@ Every ``--interval`` seconds the agent POSTs one JSON document to ``<server>/api
           "period_us": int | null,      # cpu.cfs_period_us / cpu.max
           "shares": int | null,         # v1 cpu.shares (null on v2)
           "weight": int | null,         # v2 cpu.weight (null on v1)
+          "burst_us": int | null,       # cpu.cfs_burst_us (v1) / cpu.max.burst (v2), kernel >= 5.14; 0 = no burst
           "bursts_total": int | null,               # nr_bursts (kernel >= 5.16)
           "burst_seconds_total": float | null,      # burst_time (ns) / burst_usec (us)
           "psi_some_total_seconds": float | null,   # v2 cpu.pressure "some ... total=" (us) / 1e6
@@ -139,6 +140,7 @@ class ContainerSample(TypedDict):
     period_us: int | None
     shares: int | None
     weight: int | None
+    burst_us: int | None
     bursts_total: int | None
     burst_seconds_total: float | None
     psi_some_total_seconds: float | None
@@ -561,11 +563,18 @@ def _empty_sample(pod_uid: str, container_id: str, qos_class: str) -> ContainerS
         period_us=None,
         shares=None,
         weight=None,
+        burst_us=None,
         bursts_total=None,
         burst_seconds_total=None,
         psi_some_total_seconds=None,
         psi_full_total_seconds=None,
     )
+
+
+def _optional_int(path: str) -> int | None:
+    """A one-integer file that older kernels lack (cpu.cfs_burst_us, cpu.max.burst): None when absent."""
+    text = _read_optional(path)
+    return parse_int(text, path) if text is not None else None
 
 
 def _read_v1_cgroup(sample: ContainerSample, cpu_dir: str, cpuacct_dir: str | None) -> None:
@@ -587,6 +596,7 @@ def _read_v1_cgroup(sample: ContainerSample, cpu_dir: str, cpuacct_dir: str | No
     shares_path = os.path.join(cpu_dir, "cpu.shares")
     shares_text = _read_optional(shares_path)
     sample["shares"] = parse_int(shares_text, shares_path) if shares_text is not None else None
+    sample["burst_us"] = _optional_int(os.path.join(cpu_dir, "cpu.cfs_burst_us"))
 
     if cpuacct_dir is not None:
         usage_path = os.path.join(cpuacct_dir, "cpuacct.usage")
@@ -615,6 +625,7 @@ def _read_v2_cgroup(sample: ContainerSample, cgroup_dir: str) -> None:
     weight_path = os.path.join(cgroup_dir, "cpu.weight")
     weight_text = _read_optional(weight_path)
     sample["weight"] = parse_int(weight_text, weight_path) if weight_text is not None else None
+    sample["burst_us"] = _optional_int(os.path.join(cgroup_dir, "cpu.max.burst"))
 
     pressure_path = os.path.join(cgroup_dir, "cpu.pressure")
     pressure_text = _read_optional(pressure_path)

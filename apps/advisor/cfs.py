@@ -9,13 +9,16 @@ Indeed's KubeCon 2019 talk on CFS throttling ("the talk" below).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from apps.clusters.kubelet import (
     DEFAULT_PERIOD_US,
     MILLI_CPU_TO_CPU,
+    MIN_SHARES,
+    WeightFormula,
     shares_from_request_mcpu,
+    weight_from_shares,
 )
 
 DEFAULT_SLICE_US = 5000  # /proc/sys/kernel/sched_cfs_bandwidth_slice_us default
@@ -79,13 +82,57 @@ def container_shares_floor(
     pod_floor: SharesFloor,
     container_request_mcpu: int | None,
     sibling_container_requests_mcpu: Iterable[int | None],
+    mapping: WeightFormula | None = None,
 ) -> SharesFloor:
-    """A container's share of its pod's floor, split by the containers' own shares (siblings exclude itself)."""
+    """A container's share of its pod's floor, split by the containers' own shares (siblings exclude itself), or by
+    their cgroup v2 weights under `mapping`."""
+
+    def weigh(request: int | None) -> int:
+        shares = shares_from_request_mcpu(request)
+        return weight_from_shares(shares, mapping) if mapping else shares
+
     return shares_floor(
-        shares_from_request_mcpu(container_request_mcpu),
-        (shares_from_request_mcpu(request) for request in sibling_container_requests_mcpu),
+        weigh(container_request_mcpu),
+        (weigh(request) for request in sibling_container_requests_mcpu),
         pod_floor.floor_mcpu,
     )
+
+
+def weighted_pod_floors(
+    pods: Mapping[int, tuple[str, int | None]], allocatable_mcpu: int, mapping: WeightFormula
+) -> dict[int, SharesFloor]:
+    """Each pod's floor on a cgroup v2 node whose runtime maps shares to weights by `mapping`; pods maps an id to
+    (QoS class, summed request).
+
+    The kernel splits by weight level by level, as the kubelet builds them: Guaranteed pods sit under kubepods
+    beside the Burstable slice (the weight of the summed shares of its pods) and the BestEffort slice (2 shares);
+    each slice's share is then split among its pods. With the linear mapping this is close to the flat split by
+    shares; with the quadratic one it is not (docs/domain.md#weight-mapping). `total_shares` is the total weight
+    at the pod's own level; `budget_mcpu` what that level divides.
+    """
+    weight = {
+        pod_id: weight_from_shares(shares_from_request_mcpu(request), mapping) for pod_id, (_, request) in pods.items()
+    }
+    slices: dict[str, list[int]] = {"Guaranteed": [], "Burstable": [], "BestEffort": []}
+    for pod_id, (qos, request) in pods.items():
+        slices[qos if qos in slices else ("Burstable" if request else "BestEffort")].append(pod_id)
+    burstable_shares = shares_from_request_mcpu(sum(pods[p][1] or 0 for p in slices["Burstable"]) or None)
+    slice_weight = {
+        "Burstable": weight_from_shares(burstable_shares, mapping) if slices["Burstable"] else 0,
+        "BestEffort": weight_from_shares(MIN_SHARES, mapping) if slices["BestEffort"] else 0,
+    }
+    top = sum(weight[p] for p in slices["Guaranteed"]) + sum(slice_weight.values())
+    floors: dict[int, SharesFloor] = {}
+    for pod_id in slices["Guaranteed"]:
+        floors[pod_id] = SharesFloor(weight[pod_id], top, allocatable_mcpu, allocatable_mcpu * weight[pod_id] // top)
+    for qos in ("Burstable", "BestEffort"):
+        if not slices[qos]:
+            continue
+        budget = allocatable_mcpu * slice_weight[qos] // top
+        level = sum(weight[p] for p in slices[qos])
+        for pod_id in slices[qos]:
+            floors[pod_id] = SharesFloor(weight[pod_id], level, budget, budget * weight[pod_id] // level)
+    return floors
 
 
 def _check_quota(quota_us: int, period_us: int) -> None:

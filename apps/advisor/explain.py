@@ -4,13 +4,15 @@ each piece of advice follows. Pure Python; the page and the chat summaries show 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from apps.advisor.cfs import DEFAULT_SLICE_US, quota_shape, throttled_response
 from apps.advisor.facts import ContainerFacts, Policy, Recommendation, format_mcpu, format_ms, format_ratio
 from apps.advisor.pressure import pressure_of
 from apps.advisor.rules import data_shortfalls
-from apps.clusters.kubelet import quota_us_from_limit_mcpu, shares_from_request_mcpu
+from apps.advisor.versions import TASK_BASED_THROTTLE, dotted, kernel_at_least
+from apps.clusters.kubelet import MIN_SHARES, quota_us_from_limit_mcpu, shares_from_request_mcpu, weight_from_shares
 from apps.words import plural
 
 
@@ -42,35 +44,80 @@ def _data_paragraph(facts: ContainerFacts) -> str:
     return text + "."
 
 
+def _weight_clause(facts: ContainerFacts, shares: int) -> str:
+    """How a cgroup v2 runtime writes `shares` as cpu.weight on this node, with the arithmetic; "" on v1."""
+    if facts.cgroup_version != 2:
+        return ""
+    if facts.weight_mapping == "linear":
+        weight = weight_from_shares(shares, "linear")
+        return (
+            f", which the runtime writes as cpu.weight {weight:,} by the linear mapping of runc before 1.3.2 "
+            f"(1 + ({shares:,} − 2) × 9999 / 262142, rounded down; seen on this node)"
+        )
+    if facts.weight_mapping == "quadratic":
+        weight = weight_from_shares(shares, "quadratic")
+        log2 = math.log2(max(MIN_SHARES, shares))
+        return (
+            f", which the runtime writes as cpu.weight {weight:,} by the mapping of runc ≥ 1.3.2 / crun ≥ 1.23 "
+            f"(10^((l² + 125·l) / 612 − 7/34) rounded up, l = log2 {shares:,} = {log2:.2f}; seen on this node), "
+            "which is not proportional to requests: 2 CPUs weigh 174, not twice 1 CPU's 100"
+        )
+    return (
+        ", which the runtime writes as cpu.weight by a mapping not seen on this node yet (linear before runc 1.3.2, "
+        "log-quadratic from runc 1.3.2 / crun 1.23), so the floor below assumes the split follows shares"
+    )
+
+
 def _floor_paragraph(facts: ContainerFacts) -> str:
     request = facts.request_mcpu
+    unit = "cpu.weight" if facts.weight_formula else "shares"
     if not request:
         floor = ""
         if facts.shares_floor_mcpu is not None:
             floor = f" ({format_mcpu(facts.shares_floor_mcpu)} on this node)"
         return (
-            "Floor: no CPU request, so it has the minimum of 2 cpu.shares. When the node is busy CPU time is split "
-            f"in proportion to shares, and 2 shares is next to nothing{floor}: it runs only on CPU others leave idle."
+            f"Floor: no CPU request, so it has the minimum of 2 cpu.shares{_weight_clause(facts, MIN_SHARES)}. When "
+            f"the node is busy CPU time is split in proportion to {unit}, and the minimum is next to nothing{floor}: it "
+            "runs only on CPU others leave idle."
         )
     shares = shares_from_request_mcpu(request)
     text = (
         f"Floor: its request of {format_mcpu(request)} becomes {shares:,} cpu.shares "
-        f"({format_mcpu(request, with_cpus=False)} × 1024 / 1000)."
+        f"({format_mcpu(request, with_cpus=False)} × 1024 / 1000){_weight_clause(facts, shares)}."
     )
     if facts.shares_floor_mcpu is not None and facts.node_total_shares and facts.node_allocatable_mcpu:
-        text += (
-            " CPU time is split in proportion to shares when every pod wants CPU: "
-            f"{format_mcpu(facts.node_allocatable_mcpu, with_cpus=False)} allocatable × its share of the {facts.node_total_shares:,} shares on the node = "
-            f"{format_mcpu(facts.shares_floor_mcpu)} guaranteed under full contention"
-        )
+        if facts.weight_formula:
+            text += (
+                " CPU time is split by cpu.weight when every pod wants CPU, level by level as the kubelet nests "
+                "them (Guaranteed pods beside the Burstable and BestEffort slices, then the pods in each; "
+                f"{facts.node_total_shares:,} weight at its pod's level): "
+                f"{format_mcpu(facts.node_allocatable_mcpu, with_cpus=False)} allocatable comes to "
+                f"{format_mcpu(facts.shares_floor_mcpu)} guaranteed under full contention"
+            )
+        else:
+            text += (
+                " CPU time is split in proportion to shares when every pod wants CPU: "
+                f"{format_mcpu(facts.node_allocatable_mcpu, with_cpus=False)} allocatable × its share of the {facts.node_total_shares:,} shares on the node = "
+                f"{format_mcpu(facts.shares_floor_mcpu)} guaranteed under full contention"
+            )
         if facts.shares_floor_mcpu > request:
             text += " (more than its request: the node is not fully requested)"
+        elif facts.weight_formula == "quadratic" and facts.shares_floor_mcpu < request:
+            text += " (less than its request: the weight mapping favours larger requests)"
         text += "; when neighbours are idle it can use more, up to " + (
             "its limit." if facts.limit_mcpu else "the whole node."
         )
     else:
         text += " What that guarantees under contention depends on its neighbours' shares, which are not known here."
     return text
+
+
+def _quota_files(facts: ContainerFacts, quota_us: int) -> str:
+    """The quota as the node's cgroup files write it."""
+    if facts.cgroup_version == 2:
+        return f'cpu.max "{quota_us} {facts.period_us}"'
+    v1 = f"cpu.cfs_quota_us {quota_us} / cpu.cfs_period_us {facts.period_us}"
+    return v1 if facts.cgroup_version == 1 else f'{v1}; on cgroup v2 cpu.max "{quota_us} {facts.period_us}"'
 
 
 def _ceiling_paragraph(facts: ContainerFacts) -> str:
@@ -85,7 +132,7 @@ def _ceiling_paragraph(facts: ContainerFacts) -> str:
     shape = quota_shape(quota_us, facts.period_us, facts.node_cpus, slice_us)
     text = (
         f"Ceiling: its limit of {format_mcpu(limit)} is a quota of {format_ms(quota_us)} of CPU time per "
-        f"{format_ms(facts.period_us)} period (cpu.cfs_quota_us {quota_us} / cpu.cfs_period_us {facts.period_us}), "
+        f"{format_ms(facts.period_us)} period ({_quota_files(facts, quota_us)}), "
         "shared by all its threads. Once they have used it, every one of them waits for the next period. The "
         f"quota is handed to CPUs in slices of {format_ms(slice_us)}: {plural(shape.slices_per_period, 'slice')}"
     )
@@ -93,7 +140,25 @@ def _ceiling_paragraph(facts: ContainerFacts) -> str:
         text += (
             f", so it can run on at most {shape.cpus_fed} of this node's {plural(facts.node_cpus or 0, 'CPU')} at once"
         )
-    return text + "."
+    return text + "." + _burst_sentence(facts, quota_us)
+
+
+def _burst_sentence(facts: ContainerFacts, quota_us: int) -> str:
+    """The CFS burst allowance as the node agent read it, with how much it was used; "" when not read or not set."""
+    if not facts.burst_us:
+        return ""
+    setting = "cpu.max.burst" if facts.cgroup_version == 2 else "cpu.cfs_burst_us"
+    text = (
+        f" Burst: {setting} {facts.burst_us} lets a period spend up to {format_ms(facts.burst_us)} of quota left "
+        f"unused in earlier periods, so one period can reach {format_ms(quota_us + facts.burst_us)} of CPU time; "
+        "the average over many periods stays the limit (Kubernetes has no field for it: the runtime set it)."
+    )
+    if facts.bursts_total is not None and facts.burst_seconds_total is not None:
+        text += (
+            f" Since the container started it used the burst in {plural(facts.bursts_total, 'period')}, "
+            f"{facts.burst_seconds_total:.2f} s of CPU beyond the quota in all (node agent)."
+        )
+    return text
 
 
 def _latency_paragraph(facts: ContainerFacts, policy: Policy) -> str:
@@ -122,6 +187,14 @@ def _latency_paragraph(facts: ContainerFacts, policy: Policy) -> str:
         text += (
             f" Its threads spent {window.throttled_seconds_per_second:.2f} s per second waiting in total; that sum "
             "grows with the thread count, which is why the ratio is the figure to rank by."
+        )
+    if facts.kernel is not None and kernel_at_least(facts.kernel.version, TASK_BASED_THROTTLE):
+        text += (
+            f" This node runs Linux {facts.kernel.version}: from {dotted(TASK_BASED_THROTTLE)} on a thread out of "
+            "quota is stopped when it next returns to user space rather than at once, so none waits holding a "
+            "kernel lock, and throttled time runs from the first of the group's threads being stopped until the "
+            "group is unthrottled. Periods and throttled periods count as before: across such a kernel upgrade "
+            "compare throttle ratios, not throttled seconds (docs/domain.md#task-based-throttle)."
         )
     if facts.limit_mcpu and window.throttle_ratio > 0:
         period_ms = facts.period_us / 1000

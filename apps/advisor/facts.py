@@ -9,9 +9,17 @@ from dataclasses import dataclass
 from apps.advisor.cfs import DEFAULT_SLICE_US, quota_shape
 from apps.advisor.effect import Expected
 from apps.advisor.kernel import KernelVerdict
+from apps.advisor.runtimes import Purpose, thread_knob
 from apps.advisor.vocabulary import Kind, Severity
 from apps.advisor.windows import WindowSummary
-from apps.clusters.kubelet import DEFAULT_PERIOD_US, MILLI_CPU_TO_CPU, quota_us_from_limit_mcpu
+from apps.clusters.cgroup_scheme import weight_formula
+from apps.clusters.kubelet import (
+    DEFAULT_PERIOD_US,
+    MILLI_CPU_TO_CPU,
+    WeightFormula,
+    quota_us_from_limit_mcpu,
+    weight_from_shares,
+)
 from apps.words import plural
 
 
@@ -82,9 +90,36 @@ class ContainerFacts:
     shares_floor_mcpu: int | None = None  # from cfs.pod_shares_floor / container_shares_floor
     node_total_shares: int | None = None  # Σ shares of every pod on the node, to show the floor's arithmetic
     cfs_slice_us: int | None = None  # sched_cfs_bandwidth_slice_us read on the node; None: the default 5000 assumed
+    cgroup_version: int | None = None  # the node's, as detected (apps/clusters/cgroup_scheme.py); None: not known
+    weight_mapping: str = ""  # cgroup v2 shares→weight mapping seen on the node: linear | quadratic | "" unknown
+    # The CFS burst setting and its totals since the container started, as the node agent last read them; None: not
+    # read (no agent, or a kernel before 5.14).
+    burst_us: int | None = None
+    bursts_total: int | None = None
+    burst_seconds_total: float | None = None
+    # The pod cgroup's own window (a pod-level quota's counters) and that quota's ceiling and where it comes from
+    # (pod_quota.pod_ceiling); None: no pod-level counters stored, or no pod-level quota.
+    pod_window: WindowSummary | None = None
+    pod_ceiling_mcpu: int | None = None
+    pod_ceiling_from: str = ""
     # Throttled time of each sampled period in the window, µs (the node agent's or the lab's period sampler; zeros
     # for periods without throttled time); None: window totals only.
     period_throttled_us: tuple[float, ...] | None = None
+    # What tells the runtime, for the thread rules' knob (apps/advisor/runtimes.py): the spec's image, its CPU env
+    # vars as sorted (name, value) pairs (runtimes.env_pairs), and the pod-level limit (spec.resources).
+    image: str = ""
+    cpu_env: tuple[tuple[str, str], ...] = ()
+    pod_limit_mcpu: int | None = None
+
+    @property
+    def weight_formula(self) -> WeightFormula | None:
+        """The cgroup v2 mapping the floor was split by; None when it was split by shares."""
+        return weight_formula(self.cgroup_version, self.weight_mapping)
+
+    def floor_weight(self, shares: int) -> int:
+        """What `shares` weigh in this node's floor split: the v2 weight under its mapping, else the shares."""
+        formula = self.weight_formula
+        return weight_from_shares(shares, formula) if formula else shares
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +132,7 @@ class Recommendation:
     detail: str
     suggested_request_mcpu: int | None = None
     suggested_limit_mcpu: int | None = None
+    suggested_pod_limit_mcpu: int | None = None  # raise_pod_limit: the pod's, not the container's
     # What the change should do: the throttle ratio it should leave at most (None: no claim), and why in a line.
     expected_throttle_ratio_max: float | None = None
     expected_basis: str = ""
@@ -162,8 +198,8 @@ def sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def throttle_evidence(window: WindowSummary, policy: Policy) -> str:
-    scope = "since the container started (lifetime)" if window.lifetime else "in this window"
+def throttle_evidence(window: WindowSummary, policy: Policy, subject: str = "the container") -> str:
+    scope = f"since {subject} started (lifetime)" if window.lifetime else "in this window"
     return (
         f"throttled in {format_ratio(window.throttle_ratio or 0.0)} of {plural(window.periods or 0, 'period')} {scope} "
         f"({window.throttled_periods:,} / {window.periods:,}; target {format_ratio(policy.throttle_target)})"
@@ -190,6 +226,19 @@ def quota_text(facts: ContainerFacts, limit_mcpu: int) -> str:
             f", so at most {shape.cpus_fed} of this node's {plural(facts.node_cpus or 0, 'CPU')} can hold quota at once"
         )
     return text
+
+
+def thread_knob_text(facts: ContainerFacts, cpus: int, purpose: Purpose, limit_mcpu: int | None = None) -> str:
+    """The knob of the container's runtime for the thread rules, with `cpus` as its value; `limit_mcpu` is the
+    limit the plan leaves (the current one by default)."""
+    return thread_knob(
+        facts.image,
+        dict(facts.cpu_env),
+        cpus=cpus,
+        purpose=purpose,
+        limit_mcpu=limit_mcpu if limit_mcpu is not None else facts.limit_mcpu,
+        pod_limit_mcpu=facts.pod_limit_mcpu,
+    )
 
 
 def expected_text(expected: Expected) -> str:

@@ -61,7 +61,14 @@ class Finding(models.Model):
     covered_seconds = models.FloatField(null=True, help_text="Time the window's used samples span.")
     gaps_ignored = models.IntegerField(default=0, help_text="Samples left out for following a gap in collection.")
     usage_active_mcpu = models.FloatField(null=True, help_text="Lifetime figures: CPU per period the container ran.")
-    node_total_shares = models.BigIntegerField(null=True, help_text="cpu.shares of every pod on the node.")
+    node_total_shares = models.BigIntegerField(
+        null=True,
+        help_text="cpu.shares of every pod on the node (cgroup v2 with a known mapping: weights at its level).",
+    )
+    # The node's cgroup facts the floor was computed with (apps/clusters/cgroup_scheme.py).
+    cgroup_version = models.SmallIntegerField(null=True)
+    pod_throttle_ratio = models.FloatField(null=True, help_text="The pod cgroup's own ratio (a pod-level quota).")
+    weight_mapping = models.CharField(max_length=16, blank=True, default="")
     expected_curve = models.JSONField(
         default=list,
         help_text="[[limit mCPU, throttle ratio at most], …] for limits above the current one: the pod page's curve.",

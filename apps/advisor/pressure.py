@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from .versions import KUBELET_PSI, KUBELET_PSI_DEFAULT, PSI, dotted
 from .windows import WindowSummary
 
 # Below this many seconds of waiting per second, a reading counts as zero (the kernel's totals are µs).
@@ -28,8 +29,9 @@ PRESSURE_STATUSES: tuple[PressureStatus, ...] = get_args(PressureStatus)
 
 NOT_EXPORTED = (
     "No CPU pressure from this source. The kubelet exports it (container_pressure_cpu_waiting_seconds_total and "
-    "…_stalled_seconds_total) from Kubernetes 1.33 with the KubeletPSI feature gate, on by default from 1.34, on "
-    "nodes with cgroup v2 and a kernel with PSI enabled; the node agent reads cpu.pressure itself on cgroup v2."
+    f"…_stalled_seconds_total) from Kubernetes {dotted(KUBELET_PSI)} with the KubeletPSI feature gate, on by default "
+    f"from {dotted(KUBELET_PSI_DEFAULT)}, on nodes with cgroup v2 and a kernel with PSI enabled (Linux "
+    f"{dotted(PSI)} or later); the node agent reads cpu.pressure itself on cgroup v2."
 )
 
 

@@ -3,9 +3,19 @@ changes is the shares floor, which each suggestion states. Pure Python."""
 
 from __future__ import annotations
 
+import math
+
 from apps.advisor.cfs import shares_floor
 from apps.advisor.effect import Expected
-from apps.advisor.facts import ContainerFacts, Policy, Recommendation, format_mcpu, format_ratio, round_up_mcpu
+from apps.advisor.facts import (
+    ContainerFacts,
+    Policy,
+    Recommendation,
+    format_mcpu,
+    format_ratio,
+    round_up_mcpu,
+    thread_knob_text,
+)
 from apps.clusters.kubelet import MILLI_CPU_TO_CPU, shares_from_request_mcpu
 from apps.words import plural
 
@@ -20,10 +30,13 @@ def request_expected(facts: ContainerFacts, new_request_mcpu: int) -> Expected:
     total, budget = facts.node_total_shares, facts.node_allocatable_mcpu
     if not total or not budget:
         return Expected(None, f"requests set no quota: the ratio stays as it is{fit}")
-    old_shares = shares_from_request_mcpu(facts.request_mcpu)
-    new_shares = shares_from_request_mcpu(new_request_mcpu)
-    after = shares_floor(new_shares, [max(0, total - old_shares)], budget).floor_mcpu
-    before = facts.shares_floor_mcpu if facts.shares_floor_mcpu is not None else budget * old_shares // total
+    old = facts.floor_weight(shares_from_request_mcpu(facts.request_mcpu))
+    new = facts.floor_weight(shares_from_request_mcpu(new_request_mcpu))
+    before = facts.shares_floor_mcpu if facts.shares_floor_mcpu is not None else budget * old // total
+    if facts.weight_formula and facts.shares_floor_mcpu:
+        # Split by weight level by level: what its level divides, from the floor it has there now.
+        budget = facts.shares_floor_mcpu * total // old
+    after = shares_floor(new, [total - old] if total > old else [], budget).floor_mcpu
     return Expected(
         None,
         f"requests set no quota, so the ratio stays as it is; the pod's shares floor goes from {format_mcpu(before)} to "
@@ -82,7 +95,8 @@ def add_threads(facts: ContainerFacts, policy: Policy, planned_request: int | No
         f"{format_mcpu(request)}: a thread runs on one CPU at a time, so it can never use more than "
         f"{format_mcpu(threads * MILLI_CPU_TO_CPU)} and the rest of its request is reserved for nothing (a "
         "single-threaded service on a 2-CPU request has been seen answering in 62 ms instead of 50 ms). Give it at least as many worker threads "
-        f"as requested CPUs, or lower the request to {format_mcpu(suggested)}."
+        f"as requested CPUs, or lower the request to {format_mcpu(suggested)}. "
+        f"{thread_knob_text(facts, math.ceil(request / MILLI_CPU_TO_CPU), 'fill')}."
     )
     return Recommendation(
         kind="add_threads",

@@ -33,12 +33,15 @@ from apps.advisor.facts import (
     ratio_severity,
     round_up_mcpu,
     sentence,
+    thread_knob_text,
     throttle_evidence,
     usage_high_mcpu,
     usage_typical_mcpu,
 )
+from apps.advisor.pod_quota import BEYOND_CONTAINERS
 from apps.advisor.pressure import pressure_of
 from apps.advisor.request_rules import add_threads, lower_request, set_request
+from apps.advisor.versions import EXCLUSIVE_CPUS_NO_QUOTA, dotted
 from apps.advisor.vocabulary import SEVERITY_RANK, THROTTLING_KINDS, Kind, Severity
 from apps.clusters.kubelet import (
     MILLI_CPU_TO_CPU,
@@ -259,6 +262,56 @@ def _raise_limit_for_bursts(facts: ContainerFacts, policy: Policy, planned: _Rai
     )
 
 
+def _raise_pod_limit(facts: ContainerFacts, policy: Policy) -> Recommendation | None:
+    """The pod's own quota throttles beyond this container's own (or the container has none): raising the
+    container's limit alone does not lift it (docs/domain.md#pod-level-quota). Sized like a container's raise, on the
+    pod cgroup's counters: one formula for both."""
+    pod, ceiling = facts.pod_window, facts.pod_ceiling_mcpu
+    if pod is None or ceiling is None or pod.throttle_ratio is None or not is_throttled(pod, policy):
+        return None
+    own = facts.window.throttle_ratio if facts.limit_mcpu else None
+    if own is not None and pod.throttle_ratio <= own + BEYOND_CONTAINERS:
+        return None  # its own quota explains the throttling: raise_limit's case
+    planned = _planned_raise(replace(facts, window=pod, limit_mcpu=ceiling, period_throttled_us=None), policy)
+    if planned is None:
+        return None
+    new = planned.limit_mcpu
+    if facts.pod_limit_mcpu is not None:
+        fix = (
+            f"raise the pod's limit (spec.resources.limits.cpu) from {format_mcpu(facts.pod_limit_mcpu)} to "
+            f"{format_mcpu(new)}"
+        )
+    else:
+        fix = (
+            f"raise its containers' limits so that they add up to {format_mcpu(new)} (now {format_mcpu(ceiling)}), "
+            f"or set a pod-level limit of {format_mcpu(new)} (spec.resources.limits.cpu)"
+        )
+    if own is not None:
+        own_text = f"this container's own quota only {format_ratio(own)} of its periods"
+    elif facts.limit_mcpu:
+        own_text = "no throttling is reported for this container's own quota"
+    else:
+        own_text = "this container has no quota of its own"
+    detail = (
+        f"The pod's own quota ({format_mcpu(ceiling)}, {facts.pod_ceiling_from}) {throttle_evidence(pod, policy, 'the pod')}, "
+        f"while {own_text}: every container of the pod waits when the pod's quota is spent. Raising this container's "
+        f"limit alone does not lift it: {fix}. Suggested pod limit {format_mcpu(new)}: {planned.how} (on the pod "
+        f"cgroup's counters). {expected_text(planned.expected)}"
+    )
+    return Recommendation(
+        kind="raise_pod_limit",
+        severity=ratio_severity(pod, policy),
+        summary=(
+            f"Raise the pod's CPU limit from {format_mcpu(ceiling)} to {format_mcpu(new)}: the pod's own quota "
+            "throttles it"
+        ),
+        detail=detail,
+        suggested_pod_limit_mcpu=new,
+        expected_throttle_ratio_max=planned.expected.ratio_max,
+        expected_basis=f"the pod cgroup's own ratio: {planned.expected.basis}",
+    )
+
+
 def _use_whole_cores(
     facts: ContainerFacts, policy: Policy, throttled: bool, planned: _Raise | None
 ) -> Recommendation | None:
@@ -286,8 +339,9 @@ def _use_whole_cores(
         where = (
             f"This node's CPU manager policy is static: with request = limit = {format_mcpu(whole)} in a Guaranteed "
             f"pod the container gets {plural(cores, 'exclusive core')}, its threads stay on them and so does its "
-            "quota, so almost nothing can be stranded on other CPUs. Since Kubernetes 1.33 (DisableCPUQuotaWithExclusiveCPUs, "
-            "on by default) such containers run without a quota at all; before 1.33 they keep one."
+            "quota, so almost nothing can be stranded on other CPUs. Since Kubernetes "
+            f"{dotted(EXCLUSIVE_CPUS_NO_QUOTA)} (DisableCPUQuotaWithExclusiveCPUs, on by default) such containers run "
+            f"without a quota at all; before {dotted(EXCLUSIVE_CPUS_NO_QUOTA)} they keep one."
         )
         if facts.qos_class and facts.qos_class != "Guaranteed":
             where += f" The pod is {facts.qos_class}: every container's requests must equal its limits first."
@@ -333,15 +387,6 @@ def _use_whole_cores(
     )
 
 
-_THREAD_KNOBS = (
-    "Go: GOMAXPROCS={n} or go.uber.org/automaxprocs (Go ≥ 1.25 sets it from the CPU limit by itself, rounded up, "
-    "at least 2; older Go uses every host CPU); JVM: -XX:ActiveProcessorCount={n} (JVM ≥ 8u191 reads the limit, "
-    "but its pools can still be large); Node.js: UV_THREADPOOL_SIZE (default 4); .NET: DOTNET_PROCESSOR_COUNT={n}; "
-    "Python: os.cpu_count() ignores cgroups, size pools from the limit (3.13+: PYTHON_CPU_COUNT={n}); and the "
-    "application's own worker pool sizes"
-)
-
-
 def _cut_threads(
     facts: ContainerFacts, policy: Policy, throttled: bool, planned: _Raise | None
 ) -> Recommendation | None:
@@ -382,8 +427,7 @@ def _cut_threads(
         f"{sentence(throttle_evidence(facts.window, policy))} with up to {plural(threads, 'thread')}, more than "
         f"{policy.thread_factor:g} × ceil({format_mcpu(limit, with_cpus=False)} / 1,000m) = "
         f"{policy.thread_factor * math.ceil(limit / MILLI_CPU_TO_CPU):g} for a "
-        f"{format_mcpu(limit)} limit.{fed} Cap the runtime's parallelism at {cap_text}: "
-        f"{_THREAD_KNOBS.format(n=cpus)}. Fewer runnable threads use the quota more evenly (in Indeed's talk on "
+        f"{format_mcpu(limit)} limit.{fed} Cap the runtime's parallelism at {cap_text}. {thread_knob_text(facts, cpus, 'cap', new_limit)}. Fewer runnable threads use the quota more evenly (in Indeed's talk on "
         "CFS throttling, GOMAXPROCS 2–3 cut usage, throttling and latency together), but fewer threads do not make "
         "CPU-bound work need less CPU: where usage fills the limit, the limit is what changes the ratio. The "
         f"thread count includes idle threads: check how many actually run. {expected_text(expected)}"
@@ -431,7 +475,8 @@ def advise(facts: ContainerFacts, policy: Policy) -> tuple[Recommendation, ...]:
         )
     cut = _cut_threads(facts, policy, throttled, plan_raise if not kernel else None)
     lower = None if limit_row is not None or whole else lower_request(facts, policy)
-    rows: list[Recommendation | None] = [kernel]
+    # The pod's quota is a cause of its own, after the kernel: its value is the pod's, not this container's.
+    rows: list[Recommendation | None] = [kernel, None if kernel else _raise_pod_limit(facts, policy)]
     # A raise the usage calls for comes before a thread cap; otherwise the threads are the cause and come first.
     rows += [raised, cut] if raised is not None else [cut, whole]
     rows += [

@@ -14,6 +14,7 @@ from django.db.models import Aggregate, Count, Max, Q, QuerySet
 
 from apps.clusters.kubelet import DEFAULT_PERIOD_US
 from apps.clusters.models import POD_CGROUP, Cluster, Container, Pod
+from apps.telemetry.models import BurstReading
 
 from .explain import explain_paragraphs
 from .kernel import kernel_verdict
@@ -21,6 +22,7 @@ from .models import WINDOW_SECONDS, Finding, Window
 from .pod_quota import PodQuota, judge_pod_quota
 from .pressure import Pressure, pressure_of
 from .rules import ContainerFacts, Policy, Recommendation, Shortfall, data_shortfalls
+from .runtimes import env_pairs, guess_runtime
 from .services import next_refresh_at, policy_from_settings, summaries_of
 from .snippets import kubectl_command
 from .windows import WindowSummary
@@ -61,6 +63,11 @@ REPORT_FIELDS = (
     "cpu_pressure_waiting_seconds_per_second",
     "cpu_pressure_stalled_seconds_per_second",
     "pod_limit_mcpu",
+    # The container's image and the runtime it suggests (runtimes.guess_runtime), for the thread advice's knob.
+    "image",
+    "runtime",
+    # The pod cgroup's own throttle ratio in the window (a pod-level quota); null when none is stored.
+    "pod_throttle_ratio",
 )
 
 # Recommendations CSV (page and API): one row per (container, recommendation), in this order. Columns are a contract:
@@ -92,6 +99,7 @@ RECOMMENDATION_FIELDS = (
     "expected_basis",
     "pressure_waiting_per_second",
     "pressure_status",
+    "suggested_pod_limit_mcpu",
 )
 
 RECOMMENDATION_KEYS = (
@@ -103,6 +111,7 @@ RECOMMENDATION_KEYS = (
     "suggested_limit_mcpu",
     "expected_throttle_ratio_max",
     "expected_basis",
+    "suggested_pod_limit_mcpu",
 )
 
 REPORT_UNUSED = ("container__pod__node__probe",)
@@ -127,7 +136,7 @@ def findings(
     # A report row never shows the node's probe figures.
     qs = (
         Finding.objects.filter(cluster=cluster, window=window)
-        .select_related("container", "container__pod", "container__pod__node", "cluster")
+        .select_related("container", "container__pod", "container__pod__node", "container__burst", "cluster")
         .defer(*REPORT_UNUSED)
     )
     if namespace is not None:
@@ -269,6 +278,9 @@ def report_row(finding: Finding) -> dict[str, Any]:
         "cpu_pressure_waiting_seconds_per_second": _round(pressure.waiting_per_second, 4),
         "cpu_pressure_stalled_seconds_per_second": _round(pressure.stalled_per_second, 4),
         "pod_limit_mcpu": pod.limit_mcpu,
+        "image": container.image or None,
+        "runtime": guess_runtime(container.image, dict(env_pairs(container.cpu_env))).runtime,
+        "pod_throttle_ratio": _round(finding.pod_throttle_ratio, 4),
     }
 
 
@@ -315,6 +327,7 @@ def recommendation_rows(rows: Iterable[Finding]) -> Iterator[dict[str, Any]]:
                 "expected_basis": rec.get("expected_basis"),
                 "pressure_waiting_per_second": base["pressure_waiting_per_second"],
                 "pressure_status": base["pressure_status"],
+                "suggested_pod_limit_mcpu": rec.get("suggested_pod_limit_mcpu"),
             }
 
 
@@ -330,7 +343,7 @@ def _number(value: float | None) -> float | int | None:
 
 def explanation(finding: Finding, policy: Policy | None = None) -> tuple[str, ...]:
     """The finding's explanation paragraphs, rebuilt from what the finding stores and its container and node (loaded
-    with it: select_related "container__pod__node") — the same text the advisor would have written at refresh.
+    with it: select_related "container__pod__node" and "container__burst") — the same text the advisor would have written at refresh.
 
     Request, limit and node figures are the current ones: after a resize they may be newer than the finding's.
     """
@@ -370,11 +383,20 @@ def finding_window(finding: Finding) -> WindowSummary:
     )
 
 
+def _burst_of(container: Container) -> BurstReading | None:
+    """The node agent's last burst reading of the container (loaded with it: select_related "container__burst")."""
+    try:
+        return container.burst
+    except BurstReading.DoesNotExist:
+        return None
+
+
 def container_facts(finding: Finding) -> ContainerFacts:
     """The ContainerFacts the advisor judged the finding on, from the finding, its container and its node."""
     container = finding.container
     node = container.pod.node
     summary = finding_window(finding)
+    burst = _burst_of(container)
     facts = ContainerFacts(
         window=summary,
         request_mcpu=container.request_mcpu,
@@ -388,6 +410,14 @@ def container_facts(finding: Finding) -> ContainerFacts:
         shares_floor_mcpu=finding.shares_floor_mcpu,
         node_total_shares=finding.node_total_shares,
         cfs_slice_us=node.cfs_slice_us if node else None,
+        cgroup_version=finding.cgroup_version,
+        weight_mapping=finding.weight_mapping,
+        image=container.image,
+        cpu_env=env_pairs(container.cpu_env),
+        pod_limit_mcpu=container.pod.limit_mcpu,
+        burst_us=burst.burst_us if burst else None,
+        bursts_total=burst.bursts_total if burst else None,
+        burst_seconds_total=burst.burst_seconds_total if burst else None,
     )
     return facts
 
@@ -403,6 +433,7 @@ def _recommendations(finding: Finding) -> list[Recommendation]:
             suggested_limit_mcpu=r.get("suggested_limit_mcpu"),
             expected_throttle_ratio_max=r.get("expected_throttle_ratio_max"),
             expected_basis=r.get("expected_basis") or "",
+            suggested_pod_limit_mcpu=r.get("suggested_pod_limit_mcpu"),
         )
         for r in finding.recommendations
     ]

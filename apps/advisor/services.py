@@ -20,17 +20,20 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
+from apps.clusters.cgroup_scheme import weight_formula
 from apps.clusters.kubelet import DEFAULT_PERIOD_US, quota_us_from_limit_mcpu, shares_from_request_mcpu
-from apps.clusters.models import Cluster, Container, Node
+from apps.clusters.models import POD_CGROUP, Cluster, Container, Node
 from apps.db import analyze_tables, copy_rows
 from apps.telemetry.periods import period_sample_rows
 from apps.telemetry.rollups import rollup_hours
 from apps.telemetry.selectors import latest_sample_rows, rollup_rows, sample_rows
 
-from .cfs import SharesFloor, container_shares_floor, quota_ceiling_mcpu, shares_floor
+from .cfs import SharesFloor, container_shares_floor, quota_ceiling_mcpu, shares_floor, weighted_pod_floors
 from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
+from .pod_quota import pod_ceiling
 from .rules import ContainerFacts, Policy, Recommendation, advise, limit_curve
+from .runtimes import env_pairs
 from .vocabulary import NO_SEVERITY_RANK, SEVERITY_RANK
 from .windows import RollupRow, SampleRow, WindowSummary, period_throttled_us, summarize_rollups, summarize_window
 
@@ -46,6 +49,7 @@ class _Static:
     """What does not depend on the window: identity, resources, node, floor, ceiling, kernel."""
 
     container_id: int
+    pod_id: int
     namespace: str
     pod_last_seen: datetime | None
     stored_period_us: int | None
@@ -157,21 +161,39 @@ def refresh_part(
     starts = {window: now - timedelta(seconds=WINDOW_SECONDS[Window(window)]) for window in windows}
     written = 0
     for statics in _static_facts(cluster, min(starts.values()), part):
+        pod_cgroups = _pod_cgroups({static.pod_id for static in statics.values()})
         for window in windows:
             start = starts[window]
             current = {cid: s for cid, s in statics.items() if s.pod_last_seen is not None and s.pod_last_seen >= start}
-            summaries = summaries_of({cid: st.facts.period_us for cid, st in current.items()}, window, start, now)
+            periods: dict[int, int | None] = {cid: st.facts.period_us for cid, st in current.items()}
+            # The pods' own cgroups in the same read: their window is the pod-level quota's (raise_pod_limit).
+            periods |= dict(pod_cgroups[st.pod_id] for st in current.values() if st.pod_id in pod_cgroups)
+            summaries = summaries_of(periods, window, start, now)
             per_period = _period_evidence(current, start, now)
             rows = []
             for container_id, static in current.items():
                 summary = summaries.get(container_id) or _empty_window(start, now)
-                facts = replace(static.facts, window=summary, period_throttled_us=per_period.get(container_id))
+                cgroup = pod_cgroups.get(static.pod_id)
+                facts = replace(
+                    static.facts,
+                    window=summary,
+                    period_throttled_us=per_period.get(container_id),
+                    pod_window=summaries.get(cgroup[0]) if cgroup else None,
+                )
                 plan = advise(facts, policy)
                 curve = limit_curve(facts, policy, plan)
                 rows.append(_finding_row(cluster.pk, window, now, static, facts, plan, curve))
             _write_findings(rows)
             written += len(rows)
     return written
+
+
+def _pod_cgroups(pod_ids: set[int]) -> dict[int, tuple[int, int | None]]:
+    """pod id → (id, CFS period) of its own cgroup's stored series (POD_CGROUP), for the pods that have one."""
+    rows = Container.with_pod_cgroups.filter(pod_id__in=pod_ids, name=POD_CGROUP).values_list(
+        "pod_id", "pk", "period_us"
+    )
+    return {pod_id: (cid, period_us) for pod_id, cid, period_us in rows}
 
 
 _CONTAINER_FIELDS = (
@@ -184,6 +206,9 @@ _CONTAINER_FIELDS = (
     "request_mcpu",
     "limit_mcpu",
     "period_us",
+    "image",
+    "cpu_env",
+    "pod__limit_mcpu",
 )
 _NODE_FIELDS = (
     "id",
@@ -192,6 +217,8 @@ _NODE_FIELDS = (
     "kernel_version",
     "cpu_manager_policy",
     "cfs_slice_us",
+    "cgroup_version",
+    "weight_mapping",
 )
 
 
@@ -215,24 +242,48 @@ def _static_facts(cluster: Cluster, since: datetime, part: RefreshPart | None = 
     # The floor divides a node among every pod on it, not only the ones in the window's report.
     pod_requests: dict[int, dict[int, int]] = defaultdict(dict)  # node id → pod id → summed request
     siblings: dict[int, list[int | None]] = defaultdict(list)  # pod id → container requests
-    for node_id, pod_id, request in on_nodes.values_list("pod__node_id", "pod_id", "request_mcpu"):
+    pod_limits: dict[int, list[int | None]] = defaultdict(list)  # pod id → container limits (the pod's quota)
+    pod_qos: dict[int, str] = {}
+    for node_id, pod_id, qos, request, limit in on_nodes.values_list(
+        "pod__node_id", "pod_id", "pod__qos_class", "request_mcpu", "limit_mcpu"
+    ):
         pod_requests[node_id][pod_id] = pod_requests[node_id].get(pod_id, 0) + (request or 0)
         siblings[pod_id].append(request)
+        pod_limits[pod_id].append(limit)
+        pod_qos[pod_id] = qos
     pod_floors: dict[int, SharesFloor] = {}
     node_total_shares: dict[int, int] = {}
     rows = seen.order_by("pod_id", "name").values_list(*_CONTAINER_FIELDS)
     statics: dict[int, _Static] = {}
-    for cid, pod_id, namespace, last_seen, node_id, qos_class, request, limit, stored_period in rows.iterator(
-        chunk_size=CHUNK
-    ):
+    for (
+        cid,
+        pod_id,
+        namespace,
+        last_seen,
+        node_id,
+        qos_class,
+        request,
+        limit,
+        stored_period,
+        image,
+        cpu_env,
+        pod_limit,
+    ) in rows.iterator(chunk_size=CHUNK):
         node = nodes.get(node_id)
-        capacity = allocatable = slice_us = None
-        kernel_version = policy_name = ""
+        capacity = allocatable = slice_us = cgroup_version = None
+        kernel_version = policy_name = mapping = ""
         if node is not None:
-            _, capacity, allocatable, kernel_version, policy_name, slice_us = node
+            _, capacity, allocatable, kernel_version, policy_name, slice_us, cgroup_version, mapping = node
+        # Weights only where the node's cgroup v2 mapping was seen; otherwise shares, which v1 and the linear
+        # mapping split alike.
+        weighing = weight_formula(cgroup_version, mapping)
         floor_mcpu = total_shares = None
         if node is not None and (allocatable or capacity):
             pod_floor = pod_floors.get(pod_id)
+            if pod_floor is None and weighing:
+                on_node = {p: (pod_qos[p], request) for p, request in pod_requests[node_id].items()}
+                pod_floors.update(weighted_pod_floors(on_node, allocatable or capacity or 0, weighing))
+                pod_floor = pod_floors[pod_id]
             if pod_floor is None:
                 # Every pod of the node against the node's summed shares, added up once per node (summing each
                 # pod's neighbours made this quadratic in pods per node: 18 share conversions per container).
@@ -247,10 +298,11 @@ def _static_facts(cluster: Cluster, since: datetime, part: RefreshPart | None = 
             own = list(siblings[pod_id])
             if request in own:
                 own.remove(request)
-            floor_mcpu = container_shares_floor(pod_floor, request, own).floor_mcpu
+            floor_mcpu = container_shares_floor(pod_floor, request, own, weighing).floor_mcpu
             total_shares = pod_floor.total_shares
         period_us = stored_period or DEFAULT_PERIOD_US
         quota_us = quota_us_from_limit_mcpu(limit, period_us)
+        pod_ceiling_mcpu, pod_ceiling_from = pod_ceiling(pod_limit, pod_limits.get(pod_id, ()))
         facts = ContainerFacts(
             window=_empty_window(since, since),
             request_mcpu=request,
@@ -264,9 +316,17 @@ def _static_facts(cluster: Cluster, since: datetime, part: RefreshPart | None = 
             shares_floor_mcpu=floor_mcpu,
             node_total_shares=total_shares,
             cfs_slice_us=slice_us,
+            cgroup_version=cgroup_version,
+            weight_mapping=mapping,
+            image=image,
+            cpu_env=env_pairs(cpu_env),
+            pod_limit_mcpu=pod_limit,
+            pod_ceiling_mcpu=pod_ceiling_mcpu,
+            pod_ceiling_from=pod_ceiling_from,
         )
         statics[cid] = _Static(
             container_id=cid,
+            pod_id=pod_id,
             namespace=namespace,
             pod_last_seen=last_seen,
             stored_period_us=stored_period,
@@ -406,6 +466,9 @@ class FindingRow(NamedTuple):
     pressure_stalled_per_second: float | None
     throttled_seconds_total: float | None
     pressure_waiting_seconds_total: float | None
+    cgroup_version: int | None
+    weight_mapping: str
+    pod_throttle_ratio: float | None
 
 
 FINDING_COLUMNS = FindingRow._fields
@@ -514,6 +577,9 @@ def _finding_row(
         pressure_stalled_per_second=summary.pressure_stalled_per_second,
         throttled_seconds_total=summary.throttled_seconds_total,
         pressure_waiting_seconds_total=summary.pressure_waiting_seconds_total,
+        cgroup_version=facts.cgroup_version,
+        weight_mapping=facts.weight_mapping,
+        pod_throttle_ratio=facts.pod_window.throttle_ratio if facts.pod_window else None,
     )
 
 
@@ -527,6 +593,7 @@ def recommendation_dict(r: Recommendation) -> dict[str, object]:
         "suggested_limit_mcpu": r.suggested_limit_mcpu,
         "expected_throttle_ratio_max": r.expected_throttle_ratio_max,
         "expected_basis": r.expected_basis,
+        "suggested_pod_limit_mcpu": r.suggested_pod_limit_mcpu,
     }
 
 

@@ -7,12 +7,13 @@ Pure Python (no Django): the pod page shows them and the recommendations CSV car
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import yaml
+
+from apps.advisor.versions import IN_PLACE_RESIZE, dotted, kubelet_at_least
 
 # kubectl's resource names for the owners a pod can have; anything else (or no owner) is changed on the pod.
 _KUBECTL_KINDS = {
@@ -103,22 +104,10 @@ def resource_change(
     return ResourceChange(kubectl=kubectl, yaml=snippet.rstrip("\n"), target=target)
 
 
-# In-place resize of a running pod's CPU (`kubectl patch pod … --subresource resize`): beta and on by default from
-# Kubernetes 1.33, GA in 1.35 (KEP-1287). The API refuses a resize that would change the pod's QoS class.
-IN_PLACE_RESIZE_SINCE = (1, 33)
-_KUBERNETES_VERSION = re.compile(r"v?(\d+)\.(\d+)")
-
-
 @dataclass(frozen=True, slots=True)
 class InPlaceResize:
     kubectl: str | None  # the patch line; None when the pod cannot be resized in place, and `why_not` says why
     why_not: str | None = None
-
-
-def kubernetes_version(text: str) -> tuple[int, int] | None:
-    """(major, minor) of a kubelet version string such as "v1.34.1" or "v1.33.2-eks-1234"; None when unreadable."""
-    match = _KUBERNETES_VERSION.match(text.strip())
-    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def in_place_resize(
@@ -136,10 +125,9 @@ def in_place_resize(
     changes. `containers` are every container of the pod as (name, CPU request, CPU limit) in millicores."""
     if request_mcpu is None and limit_mcpu is None:
         return None
-    version = kubernetes_version(kubelet_version)
-    if version is None or version < IN_PLACE_RESIZE_SINCE:
+    if not kubelet_at_least(kubelet_version, IN_PLACE_RESIZE):
         running = f"its node runs {kubelet_version}" if kubelet_version else "its node's Kubernetes version is unknown"
-        return InPlaceResize(None, f"in-place resize needs Kubernetes 1.33 or later; {running}")
+        return InPlaceResize(None, f"in-place resize needs Kubernetes {dotted(IN_PLACE_RESIZE)} or later; {running}")
     why_not = _qos_change(qos_class, containers, container, request_mcpu, limit_mcpu)
     if why_not:
         return InPlaceResize(None, why_not)

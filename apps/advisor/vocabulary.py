@@ -11,7 +11,14 @@ from typing import Literal, get_args
 from apps.advisor.kernel.facts import Bug, Confidence, Verdict
 
 Kind = Literal[
-    "upgrade_kernel", "raise_limit", "use_whole_cores", "cut_threads", "add_threads", "lower_request", "set_request"
+    "upgrade_kernel",
+    "raise_limit",
+    "use_whole_cores",
+    "cut_threads",
+    "add_threads",
+    "lower_request",
+    "set_request",
+    "raise_pod_limit",
 ]
 Severity = Literal["info", "warning", "critical"]
 
@@ -21,7 +28,13 @@ CONFIDENCES: tuple[Confidence, ...] = get_args(Confidence)
 RECOMMENDATION_KINDS: tuple[Kind, ...] = get_args(Kind)
 SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 # The kinds that answer throttling (they need periods in the window to be judged).
-THROTTLING_KINDS: tuple[Kind, ...] = ("upgrade_kernel", "raise_limit", "use_whole_cores", "cut_threads")
+THROTTLING_KINDS: tuple[Kind, ...] = (
+    "upgrade_kernel",
+    "raise_limit",
+    "use_whole_cores",
+    "cut_threads",
+    "raise_pod_limit",
+)
 # Most severe first; 9 stands for "no recommendation" where findings are sorted by severity.
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
 NO_SEVERITY_RANK = 9

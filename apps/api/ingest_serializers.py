@@ -188,6 +188,7 @@ class AgentContainerSerializer(serializers.Serializer):
     period_us = _counter("period_us", maximum=1_000_000, minimum=1_000)  # the kernel accepts 1 ms to 1 s
     shares = _counter("shares", maximum=262_144, minimum=2)
     weight = _counter("weight", maximum=10_000, minimum=1)
+    burst_us = _counter("burst_us")
     bursts_total = _counter("bursts_total")
     burst_seconds_total = _seconds("burst_seconds_total")
     psi_some_total_seconds = _seconds("psi_some_total_seconds")
@@ -338,6 +339,11 @@ class AgentPayloadSerializer(serializers.Serializer):
                     quota_us=c["quota_us"],
                     period_us=c["period_us"],
                     period_sample=_period_sample(c.get("period_sample")),
+                    shares=c.get("shares"),
+                    weight=c.get("weight"),
+                    burst_us=c.get("burst_us"),
+                    bursts_total=c.get("bursts_total"),
+                    burst_seconds_total=c.get("burst_seconds_total"),
                 )
                 for c in data["containers"]
             ),

@@ -304,7 +304,7 @@ class RecommendationRows(Sequence[dict[str, Any]]):
         return rows[skip : skip + (stop - start)][::step]
 
 
-_FINDING_RELATED = ("container", "container__pod", "container__pod__node", "cluster")
+_FINDING_RELATED = ("container", "container__pod", "container__pod__node", "container__burst", "cluster")
 
 
 # --- /metrics -------------------------------------------------------------------------------------------------------

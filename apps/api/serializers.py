@@ -15,6 +15,7 @@ from rest_framework import serializers
 from apps.advisor.kernel import is_kernel_release, kernel_verdict
 from apps.advisor.models import Window
 from apps.advisor.pressure import PRESSURE_STATUSES
+from apps.advisor.runtimes import RUNTIMES
 from apps.advisor.vocabulary import BUGS, CONFIDENCES, RECOMMENDATION_KINDS, SEVERITIES, VERDICTS
 from apps.clusters.models import Cluster, Node
 
@@ -88,6 +89,10 @@ class NodeSerializer(serializers.ModelSerializer):
         source="pod_count", help_text="Pods last seen on this node (that the caller may read)."
     )
     probe = serializers.JSONField(allow_null=True, help_text="The last kernel probe's measured result.")
+    weight_mapping = BlankAsNullCharField(
+        help_text="cgroup v2 shares→weight mapping seen on the node: linear | quadratic; null when not known."
+    )
+    cgroup_evidence = BlankAsNullCharField(help_text="What the cgroup version and mapping were judged from.")
 
     class Meta:
         model = Node
@@ -105,6 +110,9 @@ class NodeSerializer(serializers.ModelSerializer):
             "container_runtime",
             "kubelet_version",
             "has_cfs_counters",
+            "cgroup_version",
+            "weight_mapping",
+            "cgroup_evidence",
             "pods",
             "probe",
             "probe_at",
@@ -143,6 +151,9 @@ class RecommendationSerializer(serializers.Serializer):
     )
     expected_basis = serializers.CharField(
         allow_null=True, help_text="What the expected effect rests on, in one line (docs/domain.md#expected-effect)."
+    )
+    suggested_pod_limit_mcpu = serializers.IntegerField(
+        allow_null=True, help_text="raise_pod_limit: the pod's limit to set (not the container's); null otherwise."
     )
 
 
@@ -198,6 +209,17 @@ class ReportRowSerializer(serializers.Serializer):
     pod_limit_mcpu = serializers.IntegerField(
         allow_null=True, help_text="The pod-level CPU limit (spec.resources.limits.cpu); null when the pod sets none."
     )
+    image = serializers.CharField(
+        allow_null=True, help_text="The container's image as its spec writes it; null: unknown."
+    )
+    runtime = serializers.ChoiceField(
+        choices=RUNTIMES,
+        help_text="The runtime the image or the spec's CPU env vars suggest (a guess), or unknown.",
+    )
+    pod_throttle_ratio = NumberField(
+        allow_null=True,
+        help_text="The pod cgroup's own throttle ratio in the window (a pod-level quota, 0-1); null when none is stored.",
+    )
 
 
 class RecommendationRowSerializer(serializers.Serializer):
@@ -238,6 +260,9 @@ class RecommendationRowSerializer(serializers.Serializer):
         allow_null=True, help_text="The container's CPU pressure (PSI some, 0-1) as in the report row."
     )
     pressure_status = _choice(PRESSURE_STATUSES, help_text="As in the report row.")
+    suggested_pod_limit_mcpu = serializers.IntegerField(
+        allow_null=True, help_text="raise_pod_limit: the pod's limit to set (not the container's); null otherwise."
+    )
 
 
 # --- series ---------------------------------------------------------------------------------------------------------

@@ -13,6 +13,20 @@ from dataclasses import dataclass
 # container can have it (Kubernetes names are non-empty).
 POD_CGROUP = ""
 
+# The pod-spec env vars that set a runtime's CPU count or thread pools (docs/domain.md#runtime-detection); only these
+# are kept, literal values only, each cut to MAX_CPU_ENV_CHARS (a JVM options string can be long).
+CPU_ENV_KEYS = (
+    "GOMAXPROCS",
+    "JAVA_TOOL_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "_JAVA_OPTIONS",
+    "DOTNET_PROCESSOR_COUNT",
+    "UV_THREADPOOL_SIZE",
+    "PYTHON_CPU_COUNT",
+)
+MAX_CPU_ENV_CHARS = 500
+CUT_MARK = "…"  # ends a value cut to MAX_CPU_ENV_CHARS
+
 
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
@@ -39,6 +53,8 @@ class ContainerInfo:
     # in progress); None otherwise.
     spec_request_mcpu: int | None = None
     spec_limit_mcpu: int | None = None
+    image: str = ""  # the spec's image reference, as written
+    cpu_env: tuple[tuple[str, str], ...] = ()  # (name, value) of CPU_ENV_KEYS set in the spec, sorted by name
 
 
 @dataclass(frozen=True, slots=True)

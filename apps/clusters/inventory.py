@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from typing import Any
 
 from django.db import connection, models, transaction
+from psycopg.types.json import Jsonb
 
 from apps.db import analyze_tables, copy_rows
 
@@ -45,10 +47,29 @@ _POD_VALUES = (
     "limit_mcpu",
 )
 _POD_INTEGERS = {"request_mcpu", "limit_mcpu"}  # the others are text
-_CONTAINER_VALUES = ("container_id", "request_mcpu", "limit_mcpu", "restarts", "spec_request_mcpu", "spec_limit_mcpu")
-_CONTAINER_TEXT = {"container_id"}  # the others are integers
+_CONTAINER_VALUES = (
+    "container_id",
+    "request_mcpu",
+    "limit_mcpu",
+    "restarts",
+    "spec_request_mcpu",
+    "spec_limit_mcpu",
+    "image",
+    "cpu_env",
+)
+_CONTAINER_TEXT = {"container_id", "image"}  # cpu_env is JSON, the others are integers
+_CPU_ENV_AT = _CONTAINER_VALUES.index("cpu_env")
 _pod_values = operator.attrgetter(*_POD_VALUES)
-_container_values = operator.attrgetter(*_CONTAINER_VALUES)
+_container_attrs = operator.attrgetter(*_CONTAINER_VALUES)
+
+
+def _container_values(container: ContainerInfo, as_json: Callable[[Any], Any] = dict) -> tuple[Any, ...]:
+    """The container's _CONTAINER_VALUES, its (name, value) env pairs as a JSON object (`as_json` wraps the dict)."""
+    values = list(_container_attrs(container))
+    values[_CPU_ENV_AT] = as_json(dict(values[_CPU_ENV_AT]))
+    return tuple(values)
+
+
 _POD_COLUMNS = column_specs(
     Pod,
     ["namespace", "name", *_POD_VALUES],
@@ -187,7 +208,7 @@ CREATE TEMP TABLE IF NOT EXISTS pod_load (
 _CREATE_CONTAINER_LOAD = f"""
 CREATE TEMP TABLE IF NOT EXISTS container_load (
     namespace text, pod text, name text,
-    {", ".join(f"{c} {'text' if c in _CONTAINER_TEXT else 'bigint'}" for c in _CONTAINER_VALUES)}
+    {", ".join(f"{c} {'text' if c in _CONTAINER_TEXT else 'jsonb' if c == 'cpu_env' else 'bigint'}" for c in _CONTAINER_VALUES)}
 ) ON COMMIT DELETE ROWS
 """
 # In key order, as every writer of these rows locks them: two writers never wait on each other crosswise. The column
@@ -227,7 +248,7 @@ def _upsert_pods_in_sql(cluster: Cluster, pods: Sequence[PodInfo], now: datetime
             cursor,
             "container_load",
             ("namespace", "pod", "name", *_CONTAINER_VALUES),
-            ((p.namespace, p.name, c.name, *_container_values(c)) for p in pods for c in p.containers),
+            ((p.namespace, p.name, c.name, *_container_values(c, Jsonb)) for p in pods for c in p.containers),
         )
         cursor.execute("ANALYZE pod_load, container_load")
         cursor.execute(_UPSERT_PODS, params)

@@ -59,6 +59,19 @@ class Node(models.Model):
     has_pressure = models.BooleanField(
         null=True, blank=True, help_text="False when this node's readings carry no CPU pressure (PSI) series."
     )
+    cgroup_version = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="1 or 2 as detected from the readings; null when not known."
+    )
+    # Database defaults too: the ingest's SQL creates nodes itself.
+    weight_mapping = models.CharField(
+        max_length=16,
+        blank=True,
+        db_default="",
+        help_text="cgroup v2 shares→weight mapping seen on this node: linear | quadratic; empty when not known.",
+    )
+    cgroup_evidence = models.CharField(
+        max_length=200, blank=True, db_default="", help_text="What the cgroup facts were read from."
+    )
     probe = models.JSONField(null=True, blank=True, help_text="The last kernel probe's measured result.")
     probe_at = models.DateTimeField(null=True, blank=True)
     last_seen = models.DateTimeField(null=True, blank=True)
@@ -128,6 +141,11 @@ class Container(models.Model):
         null=True, blank=True, help_text="The spec's request while it differs from the applied one (a resize)."
     )
     spec_limit_mcpu = models.PositiveIntegerField(null=True, blank=True)
+    # Database defaults too: the ingest's SQL creates containers the inventory has not listed yet.
+    image = models.CharField(max_length=500, blank=True, default="", db_default="", help_text="The spec's image.")
+    cpu_env = models.JSONField(
+        default=dict, db_default={}, blank=True, help_text="CPU-related env vars of the spec: name → literal value."
+    )
     last_seen = models.DateTimeField(null=True, blank=True)
 
     with_pod_cgroups = models.Manager()

@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from apps.clusters.inventory import upsert_nodes, upsert_pods
 from apps.clusters.models import Cluster, Node, SourceKind
-from apps.clusters.services import register_cluster
+from apps.clusters.services import cgroup_scheme_fields, register_cluster
 from apps.collector.cadvisor import ScrapeError, parse_cadvisor_stream
 from apps.collector.inventory import InventoryError, list_items, nodes_from_objects, pods_from_objects
 from apps.collector.models import CollectionProblem, CollectionRun, NodeResult
@@ -78,6 +78,7 @@ class ScrapeResult:
     problems: list[str] = field(default_factory=list)
     pod_readings: list[CounterReading] = field(default_factory=list, repr=False)  # pods with a pod-level quota
     pod_samples_written: int = 0
+    spec_shares: dict[tuple[str, str, str], int] = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -186,6 +187,7 @@ def _read_scrape(
     result.lines = scrape.lines
     result.has_cfs_counters = scrape.has_cfs_counters
     result.has_pressure = scrape.has_pressure
+    result.spec_shares = scrape.shares_by_container
     result.problems = [f"{path.name}: {p}" for p in scrape.problems]
     if readings and not scrape.has_cfs_counters:
         result.problems.append(
@@ -301,7 +303,15 @@ def _store(
                 scrape.problems.extend(pods_ingested.problems)
             if readings:
                 Node.objects.filter(cluster=cluster, name=scrape.node).update(
-                    has_cfs_counters=scrape.has_cfs_counters, has_pressure=scrape.has_pressure
+                    has_cfs_counters=scrape.has_cfs_counters,
+                    has_pressure=scrape.has_pressure,
+                    **cgroup_scheme_fields(
+                        cluster,
+                        scrape.node,
+                        scrape.spec_shares,
+                        has_pressure=scrape.has_pressure,
+                        source=f"the scrape {Path(scrape.path).name}",
+                    ),
                 )
             NodeResult.objects.create(
                 run=run,

@@ -35,6 +35,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from apps.clusters.info import CPU_ENV_KEYS, CUT_MARK, MAX_CPU_ENV_CHARS
 from apps.clusters.kubelet import cpu_quantity_to_mcpu
 from apps.telemetry.readings import ContainerInfo, NodeInfo, PodInfo
 from apps.words import excerpt, printable
@@ -508,7 +509,31 @@ def _container(container: Mapping[str, Any], status: Mapping[str, Any] | None, w
         restarts=restarts,
         spec_request_mcpu=spec_request,
         spec_limit_mcpu=spec_limit,
+        image=_text(container.get("image")),
+        cpu_env=cpu_env(container.get("env")),
     )
+
+
+_CPU_ENV_KEYS = frozenset(CPU_ENV_KEYS)
+
+
+def cpu_env(env: Any) -> tuple[tuple[str, str], ...]:
+    """The spec's CPU-related env vars (CPU_ENV_KEYS) with a literal `value`, sorted by name; a var set twice keeps
+    its last value, as the kubelet does. Anything else — `valueFrom`, other names, non-text — is left out, never an
+    error: the advice only names the knob. Values are cut to MAX_CPU_ENV_CHARS and made printable."""
+    kept: dict[str, str] = {}
+    for entry in env if isinstance(env, list) else ():
+        if not isinstance(entry, _MAPPING):
+            continue
+        name, value = entry.get("name"), entry.get("value")
+        if not isinstance(name, str) or name not in _CPU_ENV_KEYS:
+            continue
+        if not isinstance(value, str) or entry.get("valueFrom") is not None:
+            kept.pop(name, None)  # a later entry wins: its value is not known here
+            continue
+        text = printable(value[: MAX_CPU_ENV_CHARS + 1])  # escapes lengthen it: cut before and after
+        kept[name] = text if len(text) <= MAX_CPU_ENV_CHARS else text[:MAX_CPU_ENV_CHARS] + CUT_MARK
+    return tuple(sorted(kept.items()))
 
 
 # The pod conditions of an in-place resize not yet done (Kubernetes 1.33 and later), and the status field before.

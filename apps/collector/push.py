@@ -27,6 +27,8 @@ from datetime import datetime
 from django.utils import timezone
 
 from apps.clusters.models import POD_CGROUP, Cluster, Container, Node, Pod
+from apps.clusters.services import cgroup_scheme_fields
+from apps.telemetry.bursts import BurstValues, store_burst_readings
 from apps.telemetry.ingest import ingest, ingest_readings
 from apps.telemetry.periods import store_period_samples
 from apps.telemetry.readings import Batch, CounterReading, NodeInfo, PeriodReading
@@ -78,6 +80,11 @@ class AgentSample:
     quota_us: int | None = None
     period_us: int | None = None
     period_sample: AgentPeriodSample | None = None  # only with period_us (the validation sees to it)
+    shares: int | None = None  # cpu.shares (v1)
+    weight: int | None = None  # cpu.weight (v2)
+    burst_us: int | None = None  # the CFS burst setting; None: the kernel has none (< 5.14)
+    bursts_total: int | None = None
+    burst_seconds_total: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,14 +161,24 @@ def ingest_agent_batch(
     now = now or timezone.now()
     target, node = resolve_target(batch.node.name, cluster, token_node)
     result = PushResult(cluster=target.name, node=batch.node.name)
-    readings, period_readings = _match(target, node, batch, result)
+    readings, period_readings, cpu_values, bursts = _match(target, node, batch, result)
     stored = ingest(target, Batch(nodes=[_node_info(node, batch.node)], readings=readings), now=now)
+    scheme = cgroup_scheme_fields(
+        target,
+        node.name,
+        cpu_values,
+        "weight" if batch.cgroup_version == 2 else "cadvisor_shares",
+        cgroup_version=batch.cgroup_version,
+        source="the node agent",
+    )
+    Node.objects.filter(pk=node.pk).update(**scheme)
     pod_cgroups = _pod_cgroup_readings(target, node, batch)
     if pod_cgroups:
         pods_stored = ingest_readings(target, pod_cgroups, now=now)
         result.pod_cgroups_written = pods_stored.samples_written
         result.problems.extend(pods_stored.problems)
     result.period_samples_written = store_period_samples(period_readings)
+    store_burst_readings(bursts, batch.collected_at)
     result.accepted = len(readings)
     result.samples_written = stored.samples_written
     result.duplicates = stored.duplicates
@@ -199,9 +216,10 @@ def _node_info(stored: Node, node: AgentNode) -> NodeInfo:
 
 def _match(
     cluster: Cluster, node: Node, batch: AgentBatch, result: PushResult
-) -> tuple[list[CounterReading], list[PeriodReading]]:
+) -> tuple[list[CounterReading], list[PeriodReading], dict[tuple[str, str, str], int], list[BurstValues]]:
     """Readings (and period samples) for the samples whose container id is a stored container of `cluster` on
-    `node`; the rest sorted into pod-level, sandbox and unknown on `result`."""
+    `node`, the matched containers' cpu.weight (v2) or cpu.shares (v1) and their burst settings; the rest sorted
+    into pod-level, sandbox and unknown on `result`."""
     container_samples = [s for s in batch.samples if s.container_id]
     result.pod_level = len(batch.samples) - len(container_samples)
     ids = {s.container_id for s in container_samples}
@@ -213,6 +231,8 @@ def _match(
     period_readings: list[PeriodReading] = []
     matched_per_pod: dict[str, set[str]] = defaultdict(set)
     unmatched: list[AgentSample] = []
+    cpu_values: dict[tuple[str, str, str], int] = {}
+    bursts: list[BurstValues] = []
     for sample in container_samples:
         container = containers.get(sample.container_id)
         if container is None:
@@ -230,6 +250,11 @@ def _match(
                 f"{pod.uid}) but the agent found it under pod uid {sample.pod_uid}; stored by its container id"
             )
         matched_per_pod[sample.pod_uid].add(sample.container_id)
+        value = sample.weight if batch.cgroup_version == 2 else sample.shares
+        if value is not None:
+            cpu_values[(pod.namespace, pod.name, container.name)] = value
+        if sample.burst_us is not None:
+            bursts.append(BurstValues(container.pk, sample.burst_us, sample.bursts_total, sample.burst_seconds_total))
         readings.append(_reading(sample, pod, container.name, batch))
         periods = sample.period_sample
         if periods is not None and sample.period_us is not None:
@@ -246,7 +271,7 @@ def _match(
             )
     if unmatched:
         _sort_unmatched(cluster, unmatched, matched_per_pod, result)
-    return readings, period_readings
+    return readings, period_readings, cpu_values, bursts
 
 
 def _pod_cgroup_readings(cluster: Cluster, node: Node, batch: AgentBatch) -> list[CounterReading]:

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from apps.clusters.inventory import upsert_nodes, upsert_pods
 from apps.clusters.models import Cluster, Node
+from apps.clusters.services import cgroup_scheme_fields
 from apps.telemetry.ingest import ingest_readings, lock_cluster_ingest
 from apps.telemetry.readings import PodInfo
 from apps.telemetry.signals import announce_series_stored
@@ -154,6 +155,15 @@ def collect_node(run_id: int, node: str, source: Source | None = None) -> tuple[
             node_updates["has_cfs_counters"] = read.has_cfs_counters
         if read.has_pressure is not None:
             node_updates["has_pressure"] = read.has_pressure
+        node_updates |= cgroup_scheme_fields(
+            run.cluster,
+            node,
+            read.spec_shares,
+            cgroup_version=read.cgroup_version,
+            weight_mapping=read.weight_mapping,
+            has_pressure=read.has_pressure,
+            source=run.cluster.get_source_display(),
+        )
         Node.objects.filter(cluster=run.cluster, name=node).update(**node_updates)
         if read.node_info is not None:
             upsert_nodes(run.cluster, [read.node_info], now)

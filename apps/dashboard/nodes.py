@@ -70,7 +70,7 @@ def node_page(node: Node, *, window: str = Window.HOUR) -> NodePage:
     holders = share_holders(node)
     throttled_qs = Finding.objects.filter(
         cluster_id=node.cluster_id, window=window, container__pod__node=node, throttle_ratio__gt=target
-    ).select_related("container", "container__pod", "container__pod__node", "cluster")
+    ).select_related("container", "container__pod", "container__pod__node", "container__burst", "cluster")
     ranked = throttled_qs.order_by("-throttle_ratio", "namespace", "container__pod__name", "container__name")
     throttled = report_lines(list(ranked[:MAX_TABLE_ROWS]))
     throttled_total = len(throttled) if len(throttled) < MAX_TABLE_ROWS else throttled_qs.count()

@@ -549,7 +549,7 @@ def pod_detail(pod: Pod, *, window: str = Window.HOUR, now: datetime | None = No
     by_container = {
         f.container_id: f
         for f in Finding.objects.filter(container__pod=pod, window=window).select_related(
-            "container", "container__pod", "container__pod__node", "cluster"
+            "container", "container__pod", "container__pod__node", "container__burst", "cluster"
         )
     }
     ends = [f.window_end for f in by_container.values() if f.window_end]

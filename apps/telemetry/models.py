@@ -92,6 +92,20 @@ class SeriesHead(models.Model):
         return f"head {self.container_id} @ {self.ts.isoformat()}"
 
 
+class BurstReading(models.Model):
+    """A container's CFS burst setting and counters as the node agent last read them (Linux ≥ 5.14 has the setting,
+    ≥ 5.16 the counters): what the explanation of its ceiling shows. Totals are since the container started."""
+
+    container = models.OneToOneField(Container, on_delete=models.CASCADE, primary_key=True, related_name="burst")
+    ts = models.DateTimeField()
+    burst_us = models.BigIntegerField(null=True, help_text="cpu.cfs_burst_us / cpu.max.burst; 0 = no burst.")
+    bursts_total = models.BigIntegerField(null=True, help_text="nr_bursts: periods that used burst.")
+    burst_seconds_total = models.FloatField(null=True, help_text="burst_time: CPU time run beyond the quota (s).")
+
+    def __str__(self) -> str:
+        return f"burst {self.container_id} @ {self.ts.isoformat()}"
+
+
 class PeriodSample(models.Model):
     """A few seconds of one container polled period by period (the node agent's sampler, right after the collection
     at `collected_at`): how many periods were counted and the throttled time of each period that had some."""

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from apps.advisor.cfs import pod_shares_floor
 from apps.advisor.explain import explain, explain_paragraphs
+from apps.advisor.kernel import kernel_verdict
 from apps.advisor.rules import ContainerFacts, Policy, advise
 from apps.advisor.windows import WindowSummary
 
@@ -179,3 +180,21 @@ def test_a_window_across_midnight_names_both_dates() -> None:
     day = replace(THROTTLED, window_start=T0 - timedelta(hours=24), window_end=T0, covered_seconds=86_400.0)
     assert "of the window 2024-12-31 12:00–2025-01-01 12:00 UTC" in explain(facts(day), (), POLICY)
     assert "of the window 2025-01-01 12:00–13:00 UTC" in explain(facts(THROTTLED), (), POLICY)
+
+
+def test_a_burst_the_agent_read_is_part_of_the_ceiling_with_how_much_it_was_used():
+    facts = ContainerFacts(window=THROTTLED, request_mcpu=200, limit_mcpu=200, burst_us=20_000, bursts_total=12,
+                           burst_seconds_total=0.18, cgroup_version=2)  # fmt: skip
+    text = explain(facts, [])
+    assert "Burst: cpu.max.burst 20000 lets a period spend up to 20 ms" in text
+    assert "one period can reach 40 ms of CPU time" in text
+    assert "used the burst in 12 periods, 0.18 s of CPU beyond the quota" in text
+    assert "Burst:" not in explain(replace(facts, burst_us=0), [])
+    assert "cpu.cfs_burst_us 20000" in explain(replace(facts, cgroup_version=1), [])
+
+
+def test_on_linux_6_18_the_throttled_time_says_what_the_task_based_model_changed():
+    facts = ContainerFacts(window=THROTTLED, request_mcpu=200, limit_mcpu=400, kernel=kernel_verdict("6.18.44-fc"))
+    assert "from 6.18 on a thread out of quota is stopped when it next returns to user space" in explain(facts, [])
+    older = replace(facts, kernel=kernel_verdict("6.6.96-0-virt"))
+    assert "returns to user space" not in explain(older, [])

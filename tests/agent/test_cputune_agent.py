@@ -44,6 +44,7 @@ CONTAINER_KEYS = {
     "period_us",
     "shares",
     "weight",
+    "burst_us",
     "bursts_total",
     "burst_seconds_total",
     "psi_some_total_seconds",
@@ -444,6 +445,7 @@ def build_v2_tree(root: Path, driver: str) -> Path:
         {
             "cpu.stat": fixture_text("v2-opencontainers/cpu.stat"),
             "cpu.max": "50000 100000\n",
+            "cpu.max.burst": "20000\n",
             "cpu.weight": "10\n",
             "cpu.pressure": fixture_text("v2-opencontainers/cpu.pressure"),
             "pids.current": "7\n",
@@ -535,6 +537,7 @@ def test_v2_tree_yields_every_container_and_pod_with_hand_checked_counters(tmp_p
         "period_us": 100_000,
         "shares": None,
         "weight": 10,
+        "burst_us": 20_000,  # cpu.max.burst
         "bursts_total": 5,
         "burst_seconds_total": pytest.approx(0.01),  # burst_usec 10000
         "psi_some_total_seconds": pytest.approx(0.1),  # some total=100000
@@ -635,6 +638,7 @@ def test_v1_tree_with_separate_cpu_and_cpuacct_mounts_in_cgroupfs_layout(tmp_pat
         "period_us": 100_000,
         "shares": 512,
         "weight": None,
+        "burst_us": 0,  # the captured cpu.cfs_burst_us
         "bursts_total": 0,
         "burst_seconds_total": 0.0,
         "psi_some_total_seconds": None,

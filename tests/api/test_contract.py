@@ -23,10 +23,16 @@ CONTRACT_REPORT_FIELDS = [
     # Added at the end (2026-12): CPU pressure.
     "pressure_waiting_per_second", "pressure_stalled_per_second", "pressure_status",
     "cpu_pressure_waiting_seconds_per_second", "cpu_pressure_stalled_seconds_per_second", "pod_limit_mcpu",
+    # Added at the end (2026-12): what tells the container's runtime.
+    "image", "runtime",
+    # Added at the end (2026-12): the pod cgroup's own ratio (a pod-level quota).
+    "pod_throttle_ratio",
 ]  # fmt: skip
 CONTRACT_RECOMMENDATION_KEYS = [
     "kind", "severity", "summary", "detail", "suggested_request_mcpu", "suggested_limit_mcpu",
     "expected_throttle_ratio_max", "expected_basis",
+    # Added at the end (2026-12): raise_pod_limit's value, the pod's.
+    "suggested_pod_limit_mcpu",
 ]  # fmt: skip
 CONTRACT_CSV_COLUMNS = [
     "cluster", "namespace", "workload_kind", "workload_name", "pod", "container", "node", "kind", "severity", "summary",
@@ -34,7 +40,7 @@ CONTRACT_CSV_COLUMNS = [
     "kernel_verdict",
     # Added at the end, as the contract allows: earlier columns keep their names and places.
     "window_start", "window_end", "computed_at", "periods", "kubectl_command", "expected_throttle_ratio_max",
-    "expected_basis", "pressure_waiting_per_second", "pressure_status",
+    "expected_basis", "pressure_waiting_per_second", "pressure_status", "suggested_pod_limit_mcpu",
 ]  # fmt: skip
 
 CONTAINERS = "/api/v1/clusters/demo/namespaces/{ns}/containers/"

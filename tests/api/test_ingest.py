@@ -24,9 +24,9 @@ from rest_framework.test import APIClient
 from agent import cputune_agent as agent
 from apps.api.models import ApiToken
 from apps.api.services import create_token
-from apps.clusters.models import Cluster, Node
+from apps.clusters.models import Cluster, Container, Node
 from apps.telemetry.ingest import ingest
-from apps.telemetry.models import Sample
+from apps.telemetry.models import BurstReading, Sample
 from apps.telemetry.readings import Batch, ContainerInfo, NodeInfo, PodInfo
 from tests import factories as f
 
@@ -421,3 +421,39 @@ def test_ingest_tokens_keep_their_cluster_binding_through_authentication(api_use
 
     token = authenticate_key(key)
     assert isinstance(token, ApiToken) and token.cluster == prod
+
+
+def test_the_agents_own_cpu_shares_and_weights_tell_the_nodes_cgroup_scheme(pusher, prod, tree, tmp_path):
+    # The captured v1 container's cpu.shares is 512: a request of 500m, as the inventory now says.
+    Container.objects.filter(name="web").update(request_mcpu=500)
+    payload = collect(tmp_path, timezone.now().replace(microsecond=0) - timedelta(minutes=3))
+    assert post(pusher, payload).status_code == 200
+    node = Node.objects.get(cluster=prod, name="node-a")
+    assert (node.cgroup_version, node.weight_mapping) == (1, "")
+    assert node.cgroup_evidence.startswith("the node agent: cpu.shares of 1 container with a request: 1 fit cgroup v1")
+
+    # The same container on a v2 node whose runtime wrote the quadratic weight of 512 shares (59).
+    web = payload["containers"][web_index(payload)]
+    web.update(shares=None, weight=59)
+    payload.update(cgroup_version=2, collected_at=(timezone.now() - timedelta(minutes=2)).isoformat())
+    assert post(pusher, payload).status_code == 200
+    node.refresh_from_db()
+    assert (node.cgroup_version, node.weight_mapping) == (2, "quadratic")
+
+
+def test_the_agents_burst_setting_and_counters_are_kept_and_an_older_push_does_not_replace_them(
+    pusher, prod, tree, tmp_path
+):
+
+    payload = collect(tmp_path, timezone.now().replace(microsecond=0) - timedelta(minutes=2))
+    web = payload["containers"][web_index(payload)]
+    # The captured cgroup has cpu.cfs_burst_us 0 and nr_bursts / burst_time 0: read as they are.
+    assert (web["burst_us"], web["bursts_total"], web["burst_seconds_total"]) == (0, 0, 0.0)
+    web.update(burst_us=20_000, bursts_total=3, burst_seconds_total=0.05)
+    assert post(pusher, payload).status_code == 200
+    stored = BurstReading.objects.get(container__name="web")
+    assert (stored.burst_us, stored.bursts_total, stored.burst_seconds_total) == (20_000, 3, 0.05)
+
+    older = collect(tmp_path, timezone.now().replace(microsecond=0) - timedelta(minutes=5))
+    assert post(pusher, older).status_code == 200
+    assert BurstReading.objects.get(container__name="web").burst_us == 20_000

@@ -18,7 +18,7 @@ from django.utils.html import escape
 
 from apps.advisor.models import Finding
 from apps.advisor.pod_quota import judge_pod_quota, pod_ceiling
-from apps.advisor.selectors import pod_quota
+from apps.advisor.selectors import pod_quota, recommendation_rows, report_row
 from apps.clusters.models import POD_CGROUP, Container, Pod
 from apps.collector.inventory import pods_from_objects
 from apps.telemetry.models import Sample
@@ -124,3 +124,37 @@ def test_the_pods_own_quota_is_judged_against_its_worst_container():
     assert alike is not None and not alike.throttles_beyond_containers
     assert judge_pod_quota(window(ratio=None), pod_limit_mcpu=None, container_limits=[], container_ratios=[],
                            target=0.1) is None  # fmt: skip
+
+
+def test_the_pods_own_ratio_is_in_every_report_row_and_the_advice_raises_the_pods_quota_where_it_binds():
+    import_psi()
+    lines = pod_cgroup_lines()
+    rows = {
+        (row["pod"], row["container"]): row
+        for finding in Finding.objects.filter(window="1h", container__pod__namespace="scraper")
+        for row in [report_row(finding)]
+    }
+    creating = lines["e2e-container-creating"]
+    [(_key, row)] = [(k, r) for k, r in rows.items() if k[0] == "e2e-container-creating"]
+    assert row["pod_throttle_ratio"] == round(creating["throttled_periods_total"] / creating["periods_total"], 4)
+    [pod_advice] = [r for r in row["recommendations"] if r["kind"] == "raise_pod_limit"]
+    # The pod's quota is its container's 5m limit, at least 1 ms per period: 10m. The advice is the pod's, not the
+    # container's: no container limit is suggested beside it.
+    assert "Raise the pod's CPU limit from 10m" in pod_advice["summary"]
+    assert pod_advice["suggested_pod_limit_mcpu"] > 10 and pod_advice["suggested_limit_mcpu"] is None
+    assert "add up to" in pod_advice["detail"] and "no throttling is reported" in pod_advice["detail"]
+    [csv_row] = [
+        r
+        for r in recommendation_rows(Finding.objects.filter(window="1h", container__pod__name="e2e-container-creating"))
+        if r["kind"] == "raise_pod_limit"
+    ]
+    assert csv_row["suggested_pod_limit_mcpu"] == pod_advice["suggested_pod_limit_mcpu"]
+
+    # Its container throttled as much as its pod: the container's own limit is the advice, not the pod's.
+    deployment = lines["e2e-deployment-667b4749d4-4tjwb"]
+    row = rows[("e2e-deployment-667b4749d4-4tjwb", "compute-pi-digits")]
+    assert row["pod_throttle_ratio"] == round(deployment["throttled_periods_total"] / deployment["periods_total"], 4)
+    assert [r["kind"] for r in row["recommendations"]][:1] != ["raise_pod_limit"]
+    assert all(r["kind"] != "raise_pod_limit" for r in row["recommendations"])
+    # A pod without a pod cgroup series: no figure, not 0.
+    assert any(r["pod_throttle_ratio"] is None for r in rows.values())

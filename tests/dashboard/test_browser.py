@@ -349,7 +349,18 @@ def test_the_pod_page_says_when_the_pods_own_quota_throttles_it(psi_browser, psi
     assert "none of its containers reported throttling" in text
     assert "pod-quota-alone" in (box.get_attribute("class") or "")
     assert box.evaluate("el => getComputedStyle(el).borderLeftStyle") == "solid"  # the stylesheet marks it
+    # The plan's first step is the pod's quota, with the pod's value, not the container's.
+    first = page.locator("article.rec").first
+    assert first.locator(".rec-kind").inner_text() == "raise pod limit"
+    assert "pod limit" in first.locator(".suggested").inner_text()
     shoot(page, "pod-quota-laptop")
+
+    page.goto(f"{psi_site}/c/mk/ns/scraper/")
+    row = page.locator("#report tbody tr[data-pod='e2e-container-creating']")
+    row.wait_for()
+    assert row.locator("td.ratio .pod-ratio").inner_text() == "pod 73%"  # 43 of 59 periods
+    assert row.locator("td.advice").inner_text().startswith("raise pod limit")
+    shoot(page, "namespace-pod-quota-laptop")
     assert errors == []
 
 
@@ -533,4 +544,91 @@ def test_the_lab_verify_page_is_reached_from_the_lab_cluster(lab_site: str, brow
     assert page.locator("#contention tbody tr").count() == 3
     assert page.locator("#goals li.crit-text").count() == 3  # padded, floor and proportional missed
     shoot(page, "lab-verify-laptop")
+    assert errors == []
+
+
+@pytest.fixture()
+def resize_site(live_server, django_user_model) -> str:
+    """The real in-place-resize pod list (Guaranteed; applied 200m/200m while the spec asks 500m/500m) on a 1.34
+    kubelet, and a Burstable copy of it, both running at their 200m ceiling and throttled in 60 % of periods."""
+    import dataclasses
+    import json
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.advisor.services import refresh_findings
+    from apps.clusters.models import Cluster
+    from apps.collector.inventory import pods_from_objects
+    from apps.telemetry.ingest import ingest, ingest_readings
+    from apps.telemetry.readings import Batch, CounterReading, NodeInfo
+
+    django_user_model.objects.create_user("ops", password=PASSWORD)
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "kubelet" / "pods-in-place-resize.json"
+    [pod], _ = pods_from_objects(json.loads(fixture.read_text())["items"])
+    [container] = pod.containers
+    burstable = dataclasses.replace(
+        pod,
+        name="resized-burstable",
+        uid="uid-resized-burstable",
+        qos_class="Burstable",
+        containers=(dataclasses.replace(container, request_mcpu=100, spec_request_mcpu=None, spec_limit_mcpu=None),),
+        resize_status="",
+    )
+    pending = dataclasses.replace(pod, resize_status="In progress", resize_message="")
+    now = timezone.now().replace(microsecond=0)
+    cluster = Cluster.objects.create(name="resizing", source="kubernetes")
+    node = NodeInfo(name=pod.node, capacity_mcpu=4000, allocatable_mcpu=3800, kernel_version="6.6.96-0-virt",
+                    kubelet_version="v1.34.1")  # fmt: skip
+    ingest(cluster, Batch(nodes=[node], pods=[pending, burstable]), now=now)
+    readings = [
+        CounterReading(
+            namespace=p.namespace,
+            pod=p.name,
+            container=container.name,
+            ts=now - timedelta(minutes=30 - m),
+            periods_total=m * 600,
+            throttled_periods_total=m * 360,
+            throttled_seconds_total=m * 18.0,
+            usage_seconds_total=m * 60 * 0.198,
+            threads=2,
+            period_us=100_000,
+            node=pod.node,
+        )
+        for p in (pending, burstable)
+        for m in range(31)
+    ]
+    ingest_readings(cluster, readings, now=now)
+    refresh_findings(cluster, now=now)
+    return live_server.url
+
+
+@pytest.fixture()
+def resize_browser(resize_site: str) -> Iterator:
+    yield from chromium()
+
+
+def test_the_pod_page_shows_a_resize_in_progress_and_offers_a_resize_only_where_the_qos_class_holds(
+    resize_browser, resize_site
+):
+    page, errors = logged_in_page(resize_browser, resize_site, LAPTOP)
+    page.goto(f"{resize_site}/c/resizing/ns/default/pod/resized-pod/")
+    page.wait_for_selector("#resize-status")
+    assert "In-place resize: In progress" in page.locator("#resize-status").inner_text()
+    applied = page.locator("#resize-resized-container").inner_text()
+    assert "Applied now: request 200m, limit 200m; the spec asks request 500m, limit 500m" in applied
+    plan = page.locator("article.rec").first
+    plan.wait_for()
+    # Raising only the limit would make the Guaranteed pod Burstable, which a resize may not do: no patch line.
+    assert plan.locator(".snippet.resize").count() == 0
+    assert "No in-place resize: the pod is Guaranteed" in plan.locator(".no-resize").inner_text()
+    shoot(page, "pod-resize-in-progress-laptop")
+
+    page.goto(f"{resize_site}/c/resizing/ns/default/pod/resized-burstable/")
+    patch = page.locator(".snippet.resize pre").first
+    patch.wait_for()
+    line = patch.inner_text()
+    assert line.startswith("kubectl patch pod resized-burstable -n default --subresource resize")
+    assert '"limits":{"cpu":' in line.replace(" ", "")
+    shoot(page, "pod-resize-patch-laptop")
     assert errors == []

@@ -56,6 +56,11 @@ class NodeRead:
     has_cfs_counters: bool | None = None
     has_pressure: bool | None = None  # whether CPU pressure (PSI) series came; None: this source cannot tell
     problems: list[str] = field(default_factory=list)
+    # (namespace, pod, container) → container_spec_cpu_shares: with the stored requests it tells the cgroup version
+    # and weight mapping (apps/clusters/cgroup_scheme.py).
+    spec_shares: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    cgroup_version: int | None = None  # when the source knows it first-hand (the lab)
+    weight_mapping: str = ""  # likewise: the mapping the source itself writes
 
 
 class Source(Protocol):

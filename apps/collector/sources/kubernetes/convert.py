@@ -35,6 +35,7 @@ def node_read(node: str, body: bytes, now: datetime) -> NodeRead:
         pod_readings=scrape.pod_quota_readings(),
         has_cfs_counters=scrape.has_cfs_counters,
         has_pressure=scrape.has_pressure if scrape.readings else None,
+        spec_shares=scrape.shares_by_container,
     )
     result.problems.extend(scrape.problems)
     if not scrape.has_cfs_counters and scrape.readings:

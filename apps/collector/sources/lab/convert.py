@@ -46,4 +46,13 @@ def node_read(lab: LabInventory, node: str, payload: Payload) -> NodeRead:
     problems = list(payload["errors"])
     if len(readings) < len(names):
         problems.append(f"{len(names) - len(readings)} lab container(s) had no cgroup to read (stopped or removed)")
-    return NodeRead(node=node, readings=readings, node_info=lab.node, has_cfs_counters=True, problems=problems)
+    # The lab writes its cgroups itself, v2 weights with the linear mapping (apps/lab/cgroups.py).
+    return NodeRead(
+        node=node,
+        readings=readings,
+        node_info=lab.node,
+        has_cfs_counters=True,
+        problems=problems,
+        cgroup_version=lab.cgroup_version,
+        weight_mapping="linear" if lab.cgroup_version == 2 else "",
+    )

@@ -343,10 +343,12 @@ def _container_fields(vectors: Mapping[str, Sequence[VectorSample]]) -> tuple[_F
         fields = entry(containers, s)
         if fields is not None:
             fields["container_id"] = container_id_without_runtime(s.labels.get("container_id", ""))
+            fields["image"] = _spec_image(s.labels)
     for s in vectors.get("sidecar_info", ()):
         fields = entry(init_containers, s)
         if fields is not None:
             fields["container_id"] = container_id_without_runtime(s.labels.get("container_id", ""))
+            fields["image"] = _spec_image(s.labels)
             fields["sidecar"] = True
     for metric, table in (("restarts", containers), ("init_restarts", init_containers)):
         for s in vectors.get(metric, ()):
@@ -453,6 +455,12 @@ def _derived_qos(
         return ""
 
 
+def _spec_image(labels: Mapping[str, str]) -> str:
+    """The spec's image: `image_spec` (kube-state-metrics 2.x; its `image` is the status's resolved name), else the
+    older `image`. Env vars are not in kube-state-metrics: the runtime advice reads only the image here."""
+    return labels.get("image_spec") or labels.get("image", "")
+
+
 def _container_info(name: str, fields: Mapping[str, Any]) -> ContainerInfo:
     limit_mcpu = _mcpu(fields.get("limits", {}).get("cpu"))
     request_mcpu = _mcpu(fields.get("requests", {}).get("cpu"))
@@ -464,6 +472,7 @@ def _container_info(name: str, fields: Mapping[str, Any]) -> ContainerInfo:
         request_mcpu=request_mcpu,
         limit_mcpu=limit_mcpu or None,
         restarts=fields.get("restarts", 0),
+        image=fields.get("image", ""),
     )
 
 
