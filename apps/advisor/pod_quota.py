@@ -28,13 +28,21 @@ class PodQuota:
     note: str
 
 
-def pod_ceiling(pod_limit_mcpu: int | None, container_limits: Sequence[int | None]) -> tuple[int | None, str]:
-    """The most CPU the pod cgroup's quota allows, as the kubelet sets it: from the pod-level limit, else from the sum
-    of the containers' limits when every one has a limit (the kubelet's 1 ms minimum quota applies), else none."""
+def pod_ceiling(
+    pod_limit_mcpu: int | None,
+    container_limits: Sequence[int | None],
+    init_limit_mcpu: int | None = None,
+    init_unlimited: bool = False,
+) -> tuple[int | None, str]:
+    """The most CPU the pod cgroup's quota allows, as the kubelet sets it (ResourceConfigForPod, resource.PodLimits):
+    from the pod-level limit, else, when every container and init container has a limit, from the larger of the
+    containers' sum and the init phase's limit (the kubelet's 1 ms minimum quota applies); else none."""
     if pod_limit_mcpu is not None:
         limit, source = pod_limit_mcpu, "the pod's own limit (spec.resources.limits.cpu)"
-    elif container_limits and all(limit is not None for limit in container_limits):
+    elif container_limits and all(limit is not None for limit in container_limits) and not init_unlimited:
         limit, source = sum(lim for lim in container_limits if lim is not None), "the sum of its containers' limits"
+        if init_limit_mcpu is not None and init_limit_mcpu > limit:
+            limit, source = init_limit_mcpu, "its largest init container's limit (with the sidecars started before it)"
     else:
         return None, ""
     quota = quota_us_from_limit_mcpu(limit)
@@ -48,12 +56,14 @@ def judge_pod_quota(
     container_limits: Sequence[int | None],
     container_ratios: Sequence[float | None],
     target: float,
+    init_limit_mcpu: int | None = None,
+    init_unlimited: bool = False,
 ) -> PodQuota | None:
     """What the pod cgroup's throttling says beside its containers'; None when it has no CFS counters."""
     ratio = window.throttle_ratio
     if ratio is None or window.periods is None:
         return None
-    ceiling, source = pod_ceiling(pod_limit_mcpu, container_limits)
+    ceiling, source = pod_ceiling(pod_limit_mcpu, container_limits, init_limit_mcpu, init_unlimited)
     measured = [r for r in container_ratios if r is not None]
     worst = max(measured, default=None)
     beyond = ratio > target and (worst is None or ratio > worst + BEYOND_CONTAINERS)

@@ -497,4 +497,6 @@ def pod_quota(pod: Pod, window: str, since: datetime, until: datetime, findings:
         container_limits=[c.limit_mcpu for c in pod.containers.all()],
         container_ratios=[f.throttle_ratio for f in findings],
         target=policy_from_settings().throttle_target,
+        init_limit_mcpu=pod.init_limit_mcpu,
+        init_unlimited=pod.init_unlimited,
     )

@@ -209,6 +209,8 @@ _CONTAINER_FIELDS = (
     "image",
     "cpu_env",
     "pod__limit_mcpu",
+    "pod__init_limit_mcpu",
+    "pod__init_unlimited",
 )
 _NODE_FIELDS = (
     "id",
@@ -268,6 +270,8 @@ def _static_facts(cluster: Cluster, since: datetime, part: RefreshPart | None = 
         image,
         cpu_env,
         pod_limit,
+        init_limit,
+        init_unlimited,
     ) in rows.iterator(chunk_size=CHUNK):
         node = nodes.get(node_id)
         capacity = allocatable = slice_us = cgroup_version = None
@@ -302,7 +306,9 @@ def _static_facts(cluster: Cluster, since: datetime, part: RefreshPart | None = 
             total_shares = pod_floor.total_shares
         period_us = stored_period or DEFAULT_PERIOD_US
         quota_us = quota_us_from_limit_mcpu(limit, period_us)
-        pod_ceiling_mcpu, pod_ceiling_from = pod_ceiling(pod_limit, pod_limits.get(pod_id, ()))
+        pod_ceiling_mcpu, pod_ceiling_from = pod_ceiling(
+            pod_limit, pod_limits.get(pod_id, ()), init_limit, init_unlimited
+        )
         facts = ContainerFacts(
             window=_empty_window(since, since),
             request_mcpu=request,

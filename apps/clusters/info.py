@@ -72,3 +72,8 @@ class PodInfo:
     # Pod-level resources (spec.resources, PodLevelResources): the pod cgroup's quota and shares when given.
     request_mcpu: int | None = None
     limit_mcpu: int | None = None
+    # The init phase, which the kubelet's pod quota also covers (resource.PodLimits): the largest CPU limit of an
+    # init container plus the sidecars started before it; None without (non-sidecar) init containers.
+    # `init_unlimited`: an init container declares no CPU limit, so a Burstable pod gets no pod-level quota.
+    init_limit_mcpu: int | None = None
+    init_unlimited: bool = False

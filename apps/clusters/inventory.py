@@ -17,6 +17,7 @@ from psycopg.types.json import Jsonb
 
 from apps.db import analyze_tables, copy_rows
 
+from .changes import RECORD_CHANGES_SQL, record_changes
 from .columns import column_specs, model_column, note, said, storable
 from .info import ContainerInfo, NodeInfo, PodInfo
 from .models import Cluster, Container, Node, Pod
@@ -45,8 +46,11 @@ _POD_VALUES = (
     "resize_message",
     "request_mcpu",
     "limit_mcpu",
+    "init_limit_mcpu",
+    "init_unlimited",
 )
-_POD_INTEGERS = {"request_mcpu", "limit_mcpu"}  # the others are text
+_POD_INTEGERS = {"request_mcpu", "limit_mcpu", "init_limit_mcpu"}
+_POD_BOOLEANS = {"init_unlimited"}  # the others are text
 _CONTAINER_VALUES = (
     "container_id",
     "request_mcpu",
@@ -190,7 +194,9 @@ def upsert_pods(
     else:
         # A chunk of pods at a time: model instances for a whole 150,000-pod inventory would take hundreds of MB.
         for start in range(0, len(pods), UPSERT_CHUNK_PODS):
-            _upsert_pod_chunk(cluster, pods[start : start + UPSERT_CHUNK_PODS], now, node_ids)
+            chunk = pods[start : start + UPSERT_CHUNK_PODS]
+            record_changes(cluster, chunk, now, node_ids)  # against the stored rows, before they are replaced
+            _upsert_pod_chunk(cluster, chunk, now, node_ids)
     analyze_tables("clusters_node", "clusters_pod", "clusters_container")
     return len(pods)
 
@@ -202,7 +208,7 @@ UPSERT_CHUNK_PODS = 5000
 # nodes held back every node read of the cycle (benchmarks/bench_scale.py).
 _CREATE_POD_LOAD = f"""
 CREATE TEMP TABLE IF NOT EXISTS pod_load (
-    namespace text, name text, node_id bigint, {", ".join(f"{c} {'bigint' if c in _POD_INTEGERS else 'text'}" for c in _POD_VALUES)}
+    namespace text, name text, node_id bigint, {", ".join(f"{c} {'bigint' if c in _POD_INTEGERS else 'boolean' if c in _POD_BOOLEANS else 'text'}" for c in _POD_VALUES)}
 ) ON COMMIT DELETE ROWS
 """
 _CREATE_CONTAINER_LOAD = f"""
@@ -251,6 +257,7 @@ def _upsert_pods_in_sql(cluster: Cluster, pods: Sequence[PodInfo], now: datetime
             ((p.namespace, p.name, c.name, *_container_values(c, Jsonb)) for p in pods for c in p.containers),
         )
         cursor.execute("ANALYZE pod_load, container_load")
+        cursor.execute(RECORD_CHANGES_SQL, params)  # against the stored rows, before they are replaced
         cursor.execute(_UPSERT_PODS, params)
         cursor.execute(_UPSERT_CONTAINERS, params)
 

@@ -105,6 +105,13 @@ class Pod(models.Model):
     resize_message = models.CharField(max_length=300, blank=True, default="", db_default="")
     request_mcpu = models.PositiveIntegerField(null=True, blank=True, help_text="Pod-level request (spec.resources).")
     limit_mcpu = models.PositiveIntegerField(null=True, blank=True, help_text="Pod-level limit (spec.resources).")
+    init_limit_mcpu = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The init phase's CPU limit (largest init container + earlier sidecars)."
+    )
+    # A database default too: the ingest's SQL creates pods for readings the inventory has not listed yet.
+    init_unlimited = models.BooleanField(
+        default=False, db_default=False, help_text="An init container declares no CPU limit: no pod-level quota."
+    )
     last_seen = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -159,6 +166,34 @@ class Container(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pod}/{self.name}"
+
+
+class ContainerChange(models.Model):
+    """A change the inventory saw on a stored container: its applied CPU limit or request (an in-place resize counts
+    when the status applies it), its image, a restart, or its pod moving to another node. Recorded when the next
+    inventory differs from the stored one, at that inventory's time: the change happened at most one collection
+    before `seen_at`. A container seen for the first time has no change."""
+
+    class Kind(models.TextChoices):
+        LIMIT = "limit", "CPU limit"
+        REQUEST = "request", "CPU request"
+        IMAGE = "image", "image"
+        RESTART = "restart", "restart"
+        NODE = "node", "node"
+
+    container = models.ForeignKey(Container, on_delete=models.CASCADE, related_name="changes")
+    seen_at = models.DateTimeField()
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # As the inventory stores them: millicores, the image reference, the restart count, the node's name; "" = none.
+    before = models.CharField(max_length=500, blank=True)
+    after = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["seen_at", "container", "kind"]
+        indexes = [models.Index(fields=["container", "seen_at"], name="change_by_container")]
+
+    def __str__(self) -> str:
+        return f"{self.container} {self.kind} {self.before or 'none'} → {self.after or 'none'} @ {self.seen_at:%F %T}"
 
 
 class ReadGrant(models.Model):

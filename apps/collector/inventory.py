@@ -243,7 +243,31 @@ def pod_from_object(
         resize_message=resize[1],
         request_mcpu=_resource_mcpu(_pod_resources(spec, where).get("requests"), f"{where}: spec.resources.requests"),
         limit_mcpu=_resource_mcpu(_pod_resources(spec, where).get("limits"), f"{where}: spec.resources.limits"),
+        **_init_phase(spec, where),
     )
+
+
+def _init_phase(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The init containers' part of the pod's CPU limit, as the kubelet's resource.PodLimits takes it: each init
+    container runs alone beside the sidecars declared before it, so the phase needs the largest of (its limit + theirs).
+    Sidecars (restartPolicy Always) are stored as containers and summed with them."""
+    sidecars_before = 0
+    largest: int | None = None
+    unlimited = False
+    for container in spec.get("initContainers") or []:
+        if not isinstance(container, _MAPPING):
+            continue  # _running_containers reports it
+        resources = _mapping(container.get("resources") or {}, f"{where}: an init container's resources")
+        limit = _resource_mcpu(resources.get("limits"), f"{where}: an init container's limits")
+        if container.get("restartPolicy") == "Always":
+            sidecars_before += limit or 0
+            unlimited = unlimited or not limit
+            continue
+        if not limit:
+            unlimited = True
+            continue
+        largest = max(largest or 0, limit + sidecars_before)
+    return {"init_limit_mcpu": largest, "init_unlimited": unlimited}
 
 
 def _pod_resources(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:

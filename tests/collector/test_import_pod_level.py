@@ -158,3 +158,37 @@ def test_the_pods_own_ratio_is_in_every_report_row_and_the_advice_raises_the_pod
     assert all(r["kind"] != "raise_pod_limit" for r in row["recommendations"])
     # A pod without a pod cgroup series: no figure, not 0.
     assert any(r["pod_throttle_ratio"] is None for r in rows.values())
+
+
+def test_init_containers_count_in_the_pods_quota_as_the_kubelet_takes_them():
+    from apps.telemetry.ingest import ingest
+    from apps.telemetry.readings import Batch
+    from tests import factories as f
+
+    items = yaml.safe_load((PSI / "pods.yaml").read_text())["items"]
+    [pod] = [p for p in items if p["metadata"]["name"] == "e2e-deployment-667b4749d4-4tjwb"]  # one container, 80m
+    pod["spec"]["initContainers"] = [
+        {"name": "mesh", "image": "proxy", "restartPolicy": "Always", "resources": {"limits": {"cpu": "50m"}}},
+        {"name": "migrate", "image": "tool", "resources": {"limits": {"cpu": "200m"}}},
+    ]
+    [info], problems = pods_from_objects(json.loads(json.dumps([pod])))
+    # The migration runs beside the sidecar started before it: 250m; running, the sidecar and the container: 130m.
+    assert problems == [] and (info.init_limit_mcpu, info.init_unlimited) == (250, False)
+    limits = [c.limit_mcpu for c in info.containers]
+    assert sorted(limits) == [50, 80]
+    ceiling, source = pod_ceiling(None, limits, info.init_limit_mcpu, info.init_unlimited)
+    assert ceiling == 250 and source.startswith("its largest init container's limit")
+    assert pod_ceiling(None, limits, 100, False) == (130, "the sum of its containers' limits")
+
+    # Stored through the inventory as it is (both upsert paths take the same list of values).
+    cluster = f.cluster("init")
+    ingest(cluster, Batch(nodes=[f.node_info(info.node)], pods=[info]))
+    stored = Pod.objects.get(cluster=cluster, name=info.name)
+    assert (stored.init_limit_mcpu, stored.init_unlimited) == (250, False)
+
+    # An init container without a CPU limit: a Burstable pod gets no pod-level quota at all.
+    pod["spec"]["initContainers"][1]["resources"] = {}
+    [info], _ = pods_from_objects(json.loads(json.dumps([pod])))
+    assert info.init_unlimited and pod_ceiling(None, limits, info.init_limit_mcpu, info.init_unlimited) == (None, "")
+    ingest(cluster, Batch(nodes=[f.node_info(info.node)], pods=[info]))
+    assert Pod.objects.get(cluster=cluster, name=info.name).init_unlimited is True

@@ -1,0 +1,100 @@
+"""Changes the inventory sees on stored containers (ContainerChange): noticed by comparing an inventory with what is
+stored, just before it is stored, on both upsert paths (the ORM's in Python, PostgreSQL's in one statement over the
+load tables). The rules are one list, `CHANGE_RULES`, that both follow:
+
+- limit, request: the applied value differs (None ↔ a value counts: a limit set or dropped);
+- image: both known and different;
+- restart: the restart count went up;
+- node: both nodes known and different (the pod was replaced on another node under the same name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from .info import ContainerInfo, PodInfo
+from .models import Cluster, Container, ContainerChange
+
+Kind = ContainerChange.Kind
+
+# kind → SQL (over stored c, nb and incoming l, na) giving (before, after, changed); the Python twin is _changes().
+CHANGE_RULES = {
+    Kind.LIMIT: (
+        "COALESCE(c.limit_mcpu::text, '')",
+        "COALESCE(l.limit_mcpu::text, '')",
+        "c.limit_mcpu IS DISTINCT FROM l.limit_mcpu",
+    ),
+    Kind.REQUEST: (
+        "COALESCE(c.request_mcpu::text, '')",
+        "COALESCE(l.request_mcpu::text, '')",
+        "c.request_mcpu IS DISTINCT FROM l.request_mcpu",
+    ),
+    Kind.IMAGE: ("c.image", "COALESCE(l.image, '')", "c.image <> '' AND l.image <> '' AND c.image <> l.image"),
+    Kind.RESTART: ("c.restarts::text", "l.restarts::text", "l.restarts > c.restarts"),
+    Kind.NODE: ("nb.name", "na.name", "nb.id IS NOT NULL AND na.id IS NOT NULL AND nb.id <> na.id"),
+}
+
+RECORD_CHANGES_SQL = f"""
+INSERT INTO clusters_containerchange (container_id, seen_at, kind, before, after)
+SELECT c.id, %(now)s, k.kind, k.before, k.after
+FROM container_load l
+JOIN pod_load pl ON pl.namespace = l.namespace AND pl.name = l.pod
+JOIN clusters_pod p ON p.cluster_id = %(cluster)s AND p.namespace = l.namespace AND p.name = l.pod
+JOIN clusters_container c ON c.pod_id = p.id AND c.name = l.name
+LEFT JOIN clusters_node nb ON nb.id = p.node_id
+LEFT JOIN clusters_node na ON na.id = pl.node_id
+CROSS JOIN LATERAL (VALUES {", ".join(f"('{kind}', {b}, {a}, {changed})" for kind, (b, a, changed) in CHANGE_RULES.items())})
+    AS k(kind, before, after, changed)
+WHERE k.changed
+ORDER BY c.id, k.kind
+"""  # noqa: S608 — the SQL comes from this module's constants, never from input
+
+
+def _text(value: int | str | None) -> str:
+    return "" if value is None else str(value)
+
+
+_Stored = tuple[int, int | None, int | None, str, int, str | None]  # id, request, limit, image, restarts, node
+
+
+def _changes(stored: _Stored, incoming_container: ContainerInfo, incoming_node: str) -> Iterable[tuple[str, str, str]]:
+    _, request, limit, image, restarts, node = stored
+    if limit != incoming_container.limit_mcpu:
+        yield Kind.LIMIT, _text(limit), _text(incoming_container.limit_mcpu)
+    if request != incoming_container.request_mcpu:
+        yield Kind.REQUEST, _text(request), _text(incoming_container.request_mcpu)
+    if image and incoming_container.image and image != incoming_container.image:
+        yield Kind.IMAGE, image, incoming_container.image
+    if incoming_container.restarts > restarts:
+        yield Kind.RESTART, str(restarts), str(incoming_container.restarts)
+    if node and incoming_node and node != incoming_node:
+        yield Kind.NODE, node, incoming_node
+
+
+def record_changes(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, known_nodes: Iterable[str]) -> int:
+    """The ORM path: compare `pods` with their stored containers and record what changed; returns changes recorded.
+    `known_nodes`: the node names the inventory stores (a pod on an unknown node has no node to compare)."""
+    known = set(known_nodes)
+    by_key = {(p.namespace, p.name): p for p in pods}
+    rows = Container.objects.filter(
+        pod__cluster=cluster, pod__name__in={name for _, name in by_key}
+    ).values_list("pod__namespace", "pod__name", "name", "id", "request_mcpu", "limit_mcpu", "image", "restarts",
+                  "pod__node__name")  # fmt: skip
+    stored: dict[tuple[str, str, str], _Stored] = {
+        (ns, pod, name): (cid, request, limit, image, restarts, node)
+        for ns, pod, name, cid, request, limit, image, restarts, node in rows
+    }
+    changes = []
+    for key, pod in by_key.items():
+        node = pod.node if pod.node in known else ""
+        for container in pod.containers:
+            values = stored.get((*key, container.name))
+            if values is None:
+                continue
+            for kind, before, after in _changes(values, container, node):
+                changes.append(
+                    ContainerChange(container_id=values[0], seen_at=now, kind=kind, before=before, after=after)
+                )
+    ContainerChange.objects.bulk_create(changes, batch_size=2000)
+    return len(changes)

@@ -1,0 +1,81 @@
+"""Changes the inventory sees on stored containers, from two inventories of real pod lists: an in-place resize
+applied between them, a new image, a restart, a pod on another node. Both upsert paths (the ORM's; PostgreSQL's SQL
+over the load tables) must record the same changes."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apps.clusters.inventory import upsert_nodes, upsert_pods
+from apps.clusters.models import ContainerChange
+from apps.collector.inventory import pods_from_objects
+from tests import factories as f
+
+pytestmark = pytest.mark.django_db
+RESIZE = Path(__file__).parent.parent / "fixtures" / "kubelet" / "pods-in-place-resize.json"
+METHODS = [pytest.param("orm", id="orm"), pytest.param("sql", id="sql", marks=pytest.mark.postgres)]
+
+
+def resized_pod() -> dict[str, Any]:
+    [pod] = json.loads(RESIZE.read_text())["items"]
+    return pod
+
+
+def store(cluster, pod_objects: list[dict[str, Any]], minute: int, method: str) -> None:
+    pods, problems = pods_from_objects(json.loads(json.dumps(pod_objects)))
+    assert problems == []
+    nodes = [f.node_info(name) for name in {p.node for p in pods}]
+    now = f.T0 + timedelta(minutes=minute)
+    upsert_pods(cluster, pods, now, upsert_nodes(cluster, nodes, now), method=method)
+
+
+def changes() -> list[tuple[str, str, str, str]]:
+    return [(c.container.name, c.kind, c.before, c.after) for c in ContainerChange.objects.order_by("kind")]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_an_in_place_resize_is_one_change_when_the_status_applies_it(method):
+    cluster = f.cluster("resizing")
+    before = resized_pod()  # the spec asks 500m / 500m, the status still reports 200m / 200m applied
+    store(cluster, [before], 0, method)
+    store(cluster, [before], 1, method)  # the same inventory again: nothing changed
+    assert changes() == []
+
+    after = copy.deepcopy(before)
+    [status] = after["status"]["containerStatuses"]
+    status["resources"] = copy.deepcopy(after["spec"]["containers"][0]["resources"])  # the kubelet applied it
+    store(cluster, [after], 2, method)
+    assert changes() == [
+        ("resized-container", "limit", "200", "500"),
+        ("resized-container", "request", "200", "500"),
+    ]
+    [change] = ContainerChange.objects.filter(kind="limit")
+    assert change.seen_at == f.T0 + timedelta(minutes=2)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_new_image_a_restart_and_another_node_are_changes_and_a_first_sight_is_not(method):
+    cluster = f.cluster("rolling")
+    pod = resized_pod()
+    store(cluster, [pod], 0, method)
+    moved = copy.deepcopy(pod)
+    moved["spec"]["nodeName"] = "other-node"
+    moved["spec"]["containers"][0]["image"] = "registry.example/app:2.0"
+    [status] = moved["status"]["containerStatuses"]
+    status["restartCount"] = status.get("restartCount", 0) + 1
+    newcomer = copy.deepcopy(pod)
+    newcomer["metadata"]["name"] = "new-pod"
+    store(cluster, [moved, newcomer], 1, method)
+    assert sorted(changes()) == sorted(
+        [
+            ("resized-container", "image", pod["spec"]["containers"][0]["image"], "registry.example/app:2.0"),
+            ("resized-container", "node", pod["spec"]["nodeName"], "other-node"),
+            ("resized-container", "restart", str(status["restartCount"] - 1), str(status["restartCount"])),
+        ]
+    )
