@@ -175,7 +175,7 @@ def test_init_containers_count_in_the_pods_quota_as_the_kubelet_takes_them():
     # The migration runs beside the sidecar started before it: 250m; running, the sidecar and the container: 130m.
     assert problems == [] and (info.init_limit_mcpu, info.init_unlimited) == (250, False)
     limits = [c.limit_mcpu for c in info.containers]
-    assert sorted(limits) == [50, 80]
+    assert sorted(limit or 0 for limit in limits) == [50, 80]
     ceiling, source = pod_ceiling(None, limits, info.init_limit_mcpu, info.init_unlimited)
     assert ceiling == 250 and source.startswith("its largest init container's limit")
     assert pod_ceiling(None, limits, 100, False) == (130, "the sum of its containers' limits")
