@@ -376,7 +376,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # The kernel verdict appears as `verdict` (kernel-check) and `kernel_verdict` (report rows): one enum, one name.
-    "ENUM_NAME_OVERRIDES": {"KernelVerdictEnum": ["fixed", "affected", "unknown"]},
+    "ENUM_NAME_OVERRIDES": {
+        "KernelVerdictEnum": ["fixed", "affected", "unknown"],
+        "ChangeKindEnum": "apps.clusters.models.ContainerChange.Kind",
+        "ChangeVerdictEnum": "apps.advisor.change_effect.VERDICTS",
+    },
 }
 
 LOGGING = {

@@ -12,12 +12,13 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.advisor.change_effect import VERDICTS as CHANGE_VERDICTS
 from apps.advisor.kernel import is_kernel_release, kernel_verdict
 from apps.advisor.models import Window
 from apps.advisor.pressure import PRESSURE_STATUSES
 from apps.advisor.runtimes import RUNTIMES
 from apps.advisor.vocabulary import BUGS, CONFIDENCES, RECOMMENDATION_KINDS, SEVERITIES, VERDICTS
-from apps.clusters.models import Cluster, Node
+from apps.clusters.models import Cluster, ContainerChange, Node
 
 QOS_CLASSES = ("Guaranteed", "Burstable", "BestEffort")
 
@@ -397,6 +398,58 @@ class SeriesQuerySerializer(serializers.Serializer):
                 {"since": [f"since and until must be at most {SERIES_MAX_RANGE.days} days apart."]}
             )
         return {"since": since, "until": until}
+
+
+CHANGES_DEFAULT_RANGE = timedelta(days=7)
+
+
+class ChangesQuerySerializer(serializers.Serializer):
+    since = Iso8601Field(
+        "since",
+        required=False,
+        help_text=f"Changes seen from this instant on (ISO 8601); default: {CHANGES_DEFAULT_RANGE.days} days ago. At "
+        f"most {SERIES_MAX_RANGE.days} days ago (a 400 beyond).",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        now = timezone.now()
+        since = attrs.get("since") or now - CHANGES_DEFAULT_RANGE
+        if now - since > SERIES_MAX_RANGE:
+            raise serializers.ValidationError({"since": [f"since must be at most {SERIES_MAX_RANGE.days} days ago."]})
+        return {"since": since}
+
+
+class ChangeRowSerializer(serializers.Serializer):
+    """A change the inventory saw on a container and what it did (advisor.changes.change_rows): CPU in millicores,
+    ratios 0-1, times in seconds; unknown = null."""
+
+    cluster = serializers.CharField()
+    namespace = serializers.CharField()
+    workload_kind = serializers.CharField(allow_null=True)
+    workload_name = serializers.CharField(allow_null=True)
+    pod = serializers.CharField()
+    container = serializers.CharField()
+    kind = _choice(tuple(ContainerChange.Kind.values), help_text="limit, request, image, restart or node.")
+    before = serializers.CharField(allow_null=True, help_text="The value before (millicores for limit and request).")
+    after = serializers.CharField(allow_null=True, help_text="The value after; null: none (a limit dropped).")
+    seen_at = serializers.DateTimeField(help_text="The inventory that saw it: it happened at most one cycle before.")
+    rollout_from_pod = serializers.CharField(
+        allow_null=True, help_text="A rollout: the workload's earlier pod whose container is the before-window."
+    )
+    verdict = _choice(CHANGE_VERDICTS, help_text="improved, worse, no_clear_change, too_early or no_data.")
+    window_seconds = NumberField(help_text="The length of each window.")
+    before_throttle_ratio = NumberField(allow_null=True)
+    after_throttle_ratio = NumberField(allow_null=True)
+    before_throttled_seconds_per_second = NumberField(allow_null=True)
+    after_throttled_seconds_per_second = NumberField(allow_null=True)
+    before_usage_p95_mcpu = NumberField(allow_null=True)
+    after_usage_p95_mcpu = NumberField(allow_null=True)
+    before_pressure_waiting_per_second = NumberField(allow_null=True)
+    after_pressure_waiting_per_second = NumberField(allow_null=True)
+    before_periods = serializers.IntegerField(allow_null=True)
+    after_periods = serializers.IntegerField(allow_null=True)
+    p_value = NumberField(allow_null=True, help_text="Mann-Whitney U on the per-sample throttle ratios, two-sided.")
+    note = serializers.CharField(help_text="What the verdict rests on, in one line.")
 
 
 class KernelCheckQuerySerializer(serializers.Serializer):

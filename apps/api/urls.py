@@ -21,6 +21,7 @@ urlpatterns = [
     path("v1/clusters/<str:cluster>/nodes/", login_not_required(views.NodeList.as_view()), name="nodes"),
     path("v1/clusters/<str:cluster>/namespaces/", login_not_required(views.NamespaceList.as_view()), name="namespaces"),
     path(NAMESPACE + "containers/", login_not_required(views.ContainerList.as_view()), name="containers"),
+    path(NAMESPACE + "changes/", login_not_required(views.ChangeList.as_view()), name="changes"),
     path(NAMESPACE + "pods/<str:pod>/series/", login_not_required(views.PodSeries.as_view()), name="pod-series"),
     path(NAMESPACE + "summary/", login_not_required(views.NamespaceSummaryView.as_view()), name="summary"),
     path("v1/recommendations/", login_not_required(views.RecommendationList.as_view()), name="recommendations"),

@@ -24,11 +24,12 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from apps.advisor.changes import change_rows, changes_of
 from apps.advisor.export import recommendations_csv_filename, stream_csv
 from apps.advisor.kernel import kernel_verdict
 from apps.advisor.models import Finding
 from apps.advisor.selectors import RECOMMENDATION_FIELDS, findings, report_row
-from apps.clusters.models import Cluster, Node, Pod
+from apps.clusters.models import Cluster, ContainerChange, Node, Pod
 from apps.clusters.visibility import Visibility, for_user
 from apps.collector.push import PushForbidden, PushRejected, ingest_agent_batch
 
@@ -50,6 +51,8 @@ from .renderers import (
 )
 from .schema import ApiSchema, IngestSchema
 from .serializers import (
+    ChangeRowSerializer,
+    ChangesQuerySerializer,
     ClusterSerializer,
     KernelCheckQuerySerializer,
     KernelVerdictSerializer,
@@ -276,6 +279,30 @@ class RecommendationList(ApiListView):
 
 
 @extend_schema(summary="A pod's time series per container, with shares floor and quota ceiling")
+@extend_schema(summary="Changes seen on a namespace's containers and what each did, newest first")
+class ChangeList(ApiListView):
+    """Each change of CPU limit or request (in-place resizes once applied, rollouts against the workload's earlier
+    pod), image, restart or node seen since `since`, with the windows before and after it and a verdict
+    (docs/domain.md#change-effect)."""
+
+    serializer_class = ChangeRowSerializer
+
+    @extend_schema(parameters=[ChangesQuerySerializer])
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Any:
+        return self.list(request, *args, **kwargs)
+
+    def get_queryset(self) -> Any:
+        if getattr(self, "swagger_fake_view", False):
+            return ContainerChange.objects.none()
+        cluster, namespace = self.get_namespace()
+        return changes_of(cluster, namespace, self.query(ChangesQuerySerializer)["since"])
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        # Each change's windows are read for the page's changes only.
+        return self.get_paginated_response(change_rows(page or []))
+
+
 class PodSeries(ApiView):
     """Per container of the pod, its points between since and until (default: the last hour; at most 31 days; raw
     points up to 48 hours, hourly beyond), with request, limit, shares floor and quota ceiling for reference lines."""

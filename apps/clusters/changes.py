@@ -6,6 +6,9 @@ load tables). The rules are one list, `CHANGE_RULES`, that both follow:
 - image: both known and different;
 - restart: the restart count went up;
 - node: both nodes known and different (the pod was replaced on another node under the same name).
+
+A rollout gives new pods, not changed ones: a new pod of a workload is compared with the workload's earlier pods
+(`record_rollout_changes`, the same limit, request and image rules).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from .info import ContainerInfo, PodInfo
-from .models import Cluster, Container, ContainerChange
+from .models import Cluster, Container, ContainerChange, Pod
 
 Kind = ContainerChange.Kind
 
@@ -95,6 +98,60 @@ def record_changes(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, kno
             for kind, before, after in _changes(values, container, node):
                 changes.append(
                     ContainerChange(container_id=values[0], seen_at=now, kind=kind, before=before, after=after)
+                )
+    ContainerChange.objects.bulk_create(changes, batch_size=2000)
+    return len(changes)
+
+
+def new_pod_keys(cluster: Cluster, pods: Sequence[PodInfo]) -> set[tuple[str, str]]:
+    """The (namespace, name) of the pods among `pods` that are not stored yet (asked before they are upserted)."""
+    keys = {(p.namespace, p.name) for p in pods}
+    stored = Pod.objects.filter(cluster=cluster, name__in={name for _, name in keys}).values_list("namespace", "name")
+    return keys - set(stored)
+
+
+def record_rollout_changes(cluster: Cluster, new_pods: Sequence[PodInfo], now: datetime) -> int:
+    """New pods of a workload whose earlier pods ran a container of the same name with another applied limit or
+    request, or another image: the workload's template changed. Each is recorded on the new container, `previous`
+    being the earlier pod's container seen last. Called after the upsert (the new containers have ids); returns
+    changes recorded."""
+    workloads = {
+        (p.namespace, p.workload_kind, p.workload_name) for p in new_pods if p.workload_kind and p.workload_name
+    }
+    if not workloads:
+        return 0
+    new_keys = {(p.namespace, p.name) for p in new_pods}
+    rows = (
+        Container.objects.filter(
+            pod__cluster=cluster,
+            pod__namespace__in={ns for ns, _, _ in workloads},
+            pod__workload_name__in={name for _, _, name in workloads},
+        )
+        .order_by("pod__last_seen", "id")
+        .values_list("id", "name", "request_mcpu", "limit_mcpu", "image", "pod__namespace", "pod__name",
+                     "pod__workload_kind", "pod__workload_name")
+    )  # fmt: skip
+    earlier: dict[tuple[str, str, str, str], tuple[int, int | None, int | None, str]] = {}
+    created: dict[tuple[str, str, str], int] = {}
+    for row_id, name, request, limit, image, ns, pod_name, kind, workload in rows:
+        if (ns, pod_name) in new_keys:
+            created[(ns, pod_name, name)] = row_id
+        elif (ns, kind, workload) in workloads:
+            earlier[(ns, kind, workload, name)] = (row_id, request, limit, image)  # the one seen last wins
+    changes = []
+    for new_pod in new_pods:
+        for container in new_pod.containers:
+            before = earlier.get((new_pod.namespace, new_pod.workload_kind, new_pod.workload_name, container.name))
+            cid = created.get((new_pod.namespace, new_pod.name, container.name))
+            if before is None or cid is None:
+                continue
+            previous, request, limit, image = before
+            stored: _Stored = (previous, request, limit, image, container.restarts, None)
+            for kind, old, new in _changes(stored, container, ""):
+                changes.append(
+                    ContainerChange(
+                        container_id=cid, previous_id=previous, seen_at=now, kind=kind, before=old, after=new
+                    )
                 )
     ContainerChange.objects.bulk_create(changes, batch_size=2000)
     return len(changes)

@@ -17,7 +17,7 @@ from psycopg.types.json import Jsonb
 
 from apps.db import analyze_tables, copy_rows
 
-from .changes import RECORD_CHANGES_SQL, record_changes
+from .changes import RECORD_CHANGES_SQL, new_pod_keys, record_changes, record_rollout_changes
 from .columns import column_specs, model_column, note, said, storable
 from .info import ContainerInfo, NodeInfo, PodInfo
 from .models import Cluster, Container, Node, Pod
@@ -189,6 +189,7 @@ def upsert_pods(
         return 0
     if method == "auto":
         method = "sql" if connection.vendor == "postgresql" else "orm"
+    new = new_pod_keys(cluster, pods)
     if method == "sql":
         _upsert_pods_in_sql(cluster, pods, now, node_ids)
     else:
@@ -197,6 +198,7 @@ def upsert_pods(
             chunk = pods[start : start + UPSERT_CHUNK_PODS]
             record_changes(cluster, chunk, now, node_ids)  # against the stored rows, before they are replaced
             _upsert_pod_chunk(cluster, chunk, now, node_ids)
+    record_rollout_changes(cluster, [p for p in pods if (p.namespace, p.name) in new], now)
     analyze_tables("clusters_node", "clusters_pod", "clusters_container")
     return len(pods)
 

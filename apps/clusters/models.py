@@ -170,9 +170,10 @@ class Container(models.Model):
 
 class ContainerChange(models.Model):
     """A change the inventory saw on a stored container: its applied CPU limit or request (an in-place resize counts
-    when the status applies it), its image, a restart, or its pod moving to another node. Recorded when the next
-    inventory differs from the stored one, at that inventory's time: the change happened at most one collection
-    before `seen_at`. A container seen for the first time has no change."""
+    when the status applies it), its image, a restart, or its pod moving to another node; or, for a new pod of a
+    workload, a limit, request or image unlike its earlier pods' (a rollout; `previous` is that earlier container).
+    Recorded when the next inventory differs from the stored one, at that inventory's time: the change happened at
+    most one collection before `seen_at`. Otherwise a container seen for the first time has no change."""
 
     class Kind(models.TextChoices):
         LIMIT = "limit", "CPU limit"
@@ -182,6 +183,8 @@ class ContainerChange(models.Model):
         NODE = "node", "node"
 
     container = models.ForeignKey(Container, on_delete=models.CASCADE, related_name="changes")
+    # A rollout: the workload's earlier pod whose container ran the values before (its series is the "before").
+    previous = models.ForeignKey(Container, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     seen_at = models.DateTimeField()
     kind = models.CharField(max_length=16, choices=Kind.choices)
     # As the inventory stores them: millicores, the image reference, the restart count, the node's name; "" = none.

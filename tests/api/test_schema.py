@@ -46,6 +46,7 @@ def test_generated_schema_documents_every_endpoint(client):
         "/api/v1/clusters/{cluster}/nodes/",
         "/api/v1/clusters/{cluster}/namespaces/",
         "/api/v1/clusters/{cluster}/namespaces/{namespace}/containers/",
+        "/api/v1/clusters/{cluster}/namespaces/{namespace}/changes/",
         "/api/v1/clusters/{cluster}/namespaces/{namespace}/pods/{pod}/series/",
         "/api/v1/clusters/{cluster}/namespaces/{namespace}/summary/",
         "/api/v1/recommendations/",
@@ -104,7 +105,7 @@ def test_every_operation_answers_within_its_schema(live_server):
 
     failures: dict[str, str] = {}
     operations = [result.ok() for result in schema.get_all_operations() if isinstance(result, Ok)]
-    assert len(operations) == 11
+    assert len(operations) == 12
     for operation in operations:
         meant = "ingest" if operation.method.upper() == "POST" else "read"
         for kind, key in keys.items():

@@ -79,3 +79,30 @@ def test_a_new_image_a_restart_and_another_node_are_changes_and_a_first_sight_is
             ("resized-container", "restart", str(status["restartCount"] - 1), str(status["restartCount"])),
         ]
     )
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_rollout_is_a_change_on_the_new_pods_against_the_workloads_earlier_pod(method):
+    from apps.clusters.models import Container
+
+    cluster = f.cluster("deploying")
+    old = resized_pod()
+    old["metadata"]["name"] = "web-5d8f-abcde"
+    old["metadata"]["ownerReferences"] = [{"kind": "Deployment", "name": "web", "controller": True, "uid": "u1"}]
+    store(cluster, [old], 0, method)
+    # The template's limit went from 500m to 800m: the ReplicaSet's new pod runs it, the old one still runs.
+    new = copy.deepcopy(old)
+    new["metadata"]["name"] = "web-7c9a-fghij"
+    new["metadata"]["uid"] = "uid-new"
+    for resources in (new["spec"]["containers"][0]["resources"], new["status"]["containerStatuses"][0]["resources"]):
+        resources["limits"]["cpu"] = "800m"
+    store(cluster, [old, new], 1, method)
+    [change] = ContainerChange.objects.all()
+    assert (change.kind, change.before, change.after) == ("limit", "200", "800")  # the old pod runs 200m applied
+    assert change.container.pod.name == "web-7c9a-fghij"
+    assert change.previous == Container.objects.get(pod__name="web-5d8f-abcde")
+    # A third pod like the new one is no change.
+    third = copy.deepcopy(new)
+    third["metadata"]["name"] = "web-7c9a-klmno"
+    store(cluster, [new, third], 2, method)
+    assert ContainerChange.objects.count() == 1

@@ -1,0 +1,103 @@
+"""What a change did: the windows before and after it, their figures, and a verdict by a stated test
+(docs/domain.md#change-effect). Pure Python: the caller reads the samples.
+
+The figures of each window are summarize_window's, as everywhere else. The verdict compares the per-sample throttle
+ratios of the two windows with a two-sided Mann-Whitney U test (scipy's, normal approximation, ties corrected): each sample
+interval is one observation, so a burst that throttles many periods of one minute counts once, not once per period —
+periods of one minute are far from independent, which a test on periods would treat as thousands of trials.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from scipy.stats import mannwhitneyu
+
+from .windows import WindowSummary
+
+Verdict = Literal["improved", "worse", "no_clear_change", "too_early", "no_data"]
+VERDICTS: tuple[Verdict, ...] = ("improved", "worse", "no_clear_change", "too_early", "no_data")
+SIGNIFICANCE = 0.01  # two-sided: one change in a hundred with no effect is called improved or worse
+MIN_SAMPLES = 5  # per side, for the normal approximation to be worth stating
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    u: float  # Mann-Whitney U of the after-window's ratios
+    higher_after: bool  # the after-window's ratios tend higher
+    p_value: float
+
+
+def mann_whitney(before: Sequence[float], after: Sequence[float]) -> Comparison | None:
+    """Two-sided Mann-Whitney U of `after` against `before` (scipy.stats.mannwhitneyu, normal approximation with the
+    tie correction, no continuity correction). None with fewer than MIN_SAMPLES on a side or when every value is the
+    same (no ranking to test)."""
+    if len(before) < MIN_SAMPLES or len(after) < MIN_SAMPLES or len({*before, *after}) < 2:
+        return None
+    result = mannwhitneyu(after, before, alternative="two-sided", method="asymptotic", use_continuity=False)
+    p_value = float(result.pvalue)
+    if not math.isfinite(p_value):
+        return None
+    u = float(result.statistic)
+    return Comparison(u, u > len(before) * len(after) / 2, p_value)
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    verdict: Verdict
+    before: WindowSummary
+    after: WindowSummary
+    window_seconds: float  # the length of each side
+    comparison: Comparison | None
+    note: str
+
+
+def judge_effect(
+    before: WindowSummary,
+    after: WindowSummary,
+    before_ratios: Sequence[float],
+    after_ratios: Sequence[float],
+    *,
+    window_seconds: float,
+    after_elapsed_seconds: float,
+    min_periods: int,
+) -> Effect:
+    """The verdict on a change from its two windows: "too_early" until the after-window is as long as the before one
+    and has `min_periods` periods; "no_data" without periods before; else improved / worse when the per-sample ratios
+    differ at SIGNIFICANCE, no_clear_change otherwise."""
+    if not before.periods or before.periods < min_periods or len(before_ratios) < MIN_SAMPLES:
+        return Effect("no_data", before, after, window_seconds, None, "too few periods before the change to compare")
+    if after_elapsed_seconds < window_seconds or (after.periods or 0) < min_periods or len(after_ratios) < MIN_SAMPLES:
+        return Effect(
+            "too_early",
+            before,
+            after,
+            window_seconds,
+            None,
+            f"the after-window has {after_elapsed_seconds / 60:.0f} of {window_seconds / 60:.0f} min so far",
+        )
+    comparison = mann_whitney(before_ratios, after_ratios)
+    if comparison is None:
+        return Effect("no_clear_change", before, after, window_seconds, None, "the ratios are the same on both sides")
+    if comparison.p_value >= SIGNIFICANCE:
+        return Effect(
+            "no_clear_change",
+            before,
+            after,
+            window_seconds,
+            comparison,
+            f"no difference at the {SIGNIFICANCE:g} level (Mann-Whitney p = {comparison.p_value:.2g})",
+        )
+    verdict: Verdict = "worse" if comparison.higher_after else "improved"
+    return Effect(
+        verdict,
+        before,
+        after,
+        window_seconds,
+        comparison,
+        f"per-sample throttle ratios {'lower' if verdict == 'improved' else 'higher'} after (Mann-Whitney p = "
+        f"{comparison.p_value:.2g})",
+    )

@@ -1,0 +1,96 @@
+"""What a change did, from stored samples: a limit raised in place between two inventories, then the samples before and
+after it. The figures are summarize_window's; the verdict is the Mann-Whitney test on the per-sample ratios."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.advisor.change_effect import mann_whitney
+from apps.advisor.changes import change_rows, changes_of
+from apps.clusters.models import Cluster
+from apps.telemetry.ingest import ingest, ingest_readings
+from apps.telemetry.readings import Batch, ContainerInfo, CounterReading, NodeInfo, PodInfo
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_test_gives_the_textbook_values():
+    # Six against six, fully separated: U = 0, z = -18 / sqrt(6·6·13/12) = -2.882, two-sided p = 0.00395.
+    comparison = mann_whitney([0.8, 0.82, 0.85, 0.79, 0.9, 0.81], [0.03, 0.05, 0.02, 0.01, 0.04, 0.0])
+    assert comparison is not None
+    assert comparison.u == 0 and not comparison.higher_after
+    assert comparison.p_value == pytest.approx(0.003948, abs=1e-6)
+    assert mann_whitney([0.5] * 6, [0.5] * 6) is None  # nothing to rank
+    assert mann_whitney([0.5] * 4, [0.1] * 6) is None  # too few samples on a side
+
+
+def pod(limit: int) -> PodInfo:
+    container = ContainerInfo(name="app", container_id="a" * 64, request_mcpu=100, limit_mcpu=limit)
+    return PodInfo(namespace="shop", name="api-0", uid="u", node="n1", qos_class="Burstable",
+                   workload_kind="StatefulSet", workload_name="api", containers=(container,))  # fmt: skip
+
+
+def history(cluster: Cluster, change_at: datetime, minutes_after: int, ratio_before: float, ratio_after: float) -> None:
+    """One reading a minute for an hour before the change and `minutes_after` after it; 600 periods a minute."""
+    readings, periods, throttled, usage = [], 0, 0, 0.0
+    for m in range(-62, minutes_after + 1):
+        # Minute-to-minute noise of ±0.06 around each side's level, as a real workload's ratio varies.
+        ratio = (ratio_before if m <= 0 else ratio_after) + 0.03 * ((m * 7) % 5 - 2)
+        ratio = min(1.0, max(0.0, ratio)) if m != 0 else 0.0  # the minute the change happened in: mixed
+        periods += 600
+        throttled += round(600 * ratio)
+        usage += 60 * (0.19 if m <= 0 else 0.25)
+        readings.append(
+            CounterReading(
+                namespace="shop",
+                pod="api-0",
+                container="app",
+                ts=change_at + timedelta(minutes=m),
+                periods_total=periods,
+                throttled_periods_total=throttled,
+                throttled_seconds_total=throttled * 0.05,
+                usage_seconds_total=usage,
+                threads=4,
+                period_us=100_000,
+                node="n1",
+            )
+        )
+    ingest_readings(cluster, readings, now=change_at + timedelta(minutes=minutes_after))
+
+
+def raised(ratio_after: float, minutes_after: int) -> dict:
+    now = timezone.now().replace(microsecond=0)
+    change_at = now - timedelta(minutes=minutes_after)
+    cluster = Cluster.objects.create(name="c")
+    ingest(cluster, Batch(nodes=[NodeInfo(name="n1", capacity_mcpu=4000)], pods=[pod(200)]),
+           now=change_at - timedelta(hours=2))  # fmt: skip
+    ingest(cluster, Batch(nodes=[NodeInfo(name="n1", capacity_mcpu=4000)], pods=[pod(400)]), now=change_at)
+    history(cluster, change_at, minutes_after, 0.8, ratio_after)
+    [row] = change_rows(changes_of(cluster, "shop", now - timedelta(days=1)), now=now)
+    return row
+
+
+def test_a_raise_that_worked_is_improved_with_the_windows_figures():
+    row = raised(ratio_after=0.03, minutes_after=70)
+    assert (row["kind"], row["before"], row["after"]) == ("limit", "200", "400")
+    assert row["verdict"] == "improved" and row["p_value"] < 0.01
+    # The noise averages out over whole cycles: each side's level exactly, and the mixed minute in neither.
+    assert row["before_throttle_ratio"] == pytest.approx(0.8, abs=0.002)
+    assert row["after_throttle_ratio"] == pytest.approx(0.03, abs=0.01)
+    assert row["window_seconds"] == 3600
+    # Nothing mixed across the change: the before-window ends a collection interval before it was seen.
+    assert row["before_periods"] == row["after_periods"]
+
+
+def test_a_raise_that_did_not_help_is_said_so():
+    row = raised(ratio_after=0.79, minutes_after=70)
+    assert row["verdict"] == "no_clear_change" and row["p_value"] >= 0.01
+    assert row["after_throttle_ratio"] == pytest.approx(0.79, abs=0.01)
+
+
+def test_an_after_window_shorter_than_the_before_one_is_too_early():
+    row = raised(ratio_after=0.03, minutes_after=20)
+    assert row["verdict"] == "too_early" and "20 of 60 min" in row["note"]
