@@ -7,11 +7,14 @@ nodes; report rows come from the selectors the API and the CSV use, so a page sh
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from datetime import timedelta
 from typing import Any
 
 from django.core.paginator import Paginator
 from django.http import Http404
+from django.utils import timezone
 
+from apps.advisor.changes import change_rows, changes_of
 from apps.advisor.selectors import finding_pressure, findings, recommendation_rows
 from apps.advisor.snippets import in_place_resize, resource_change
 from apps.advisor.vocabulary import RECOMMENDATION_KINDS
@@ -26,6 +29,8 @@ from .templatetags.report_tags import above_limit
 PAGE_SIZE = 100
 MAX_SHARE_BARS = 20  # pods drawn in the node's shares chart; the rest are summed into one bar
 FILTERS = ("kind", "min_throttle_ratio", "node", "workload")
+RECENT_CHANGES = timedelta(days=7)  # the namespace report's "recent changes": the API's default range
+RECENT_CHANGES_SHOWN = 20
 
 
 def overview_page(visibility: Visibility) -> dict[str, Any]:
@@ -72,6 +77,7 @@ def namespace_page(
         "filtered": any(q[k] not in (None, "") for k in FILTERS),
         "csv_query": csv_query,
         "sees_nodes": visibility.sees_whole_cluster(obj.pk),
+        "changes": change_rows(changes_of(obj, namespace, timezone.now() - RECENT_CHANGES)[:RECENT_CHANGES_SHOWN]),
     }
 
 

@@ -3,6 +3,7 @@ after it. The figures are summarize_window's; the verdict is the Mann-Whitney te
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 
 import pytest
@@ -94,3 +95,13 @@ def test_a_raise_that_did_not_help_is_said_so():
 def test_an_after_window_shorter_than_the_before_one_is_too_early():
     row = raised(ratio_after=0.03, minutes_after=20)
     assert row["verdict"] == "too_early" and "20 of 60 min" in row["note"]
+
+
+def test_the_namespace_report_lists_the_change_with_its_effect(client, django_user_model):
+    raised(ratio_after=0.03, minutes_after=70)
+    client.force_login(django_user_model.objects.create_user("ops"))
+    html = client.get("/c/c/ns/shop/").content.decode()
+    assert 'id="changes"' in html and "Recent changes and their effect" in html
+    assert "limit: 200m → 400m" in html
+    assert re.search(r"<td class=\"num\">80% → 3\.\d%</td>", html)  # the windows' ratios, as the row has them
+    assert 'class="badge verdict-change-improved"' in html
