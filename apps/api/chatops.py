@@ -173,6 +173,38 @@ def _advice(rec: dict[str, Any]) -> str:
     return f"{rec['summary']} (expected: throttled in at most {format_ratio(expected)} of periods after the change)"
 
 
+_CHANGES_HEADING = "Recent changes (24 h) and their effect:"
+_VERDICT_WORDS = {
+    "improved": "improved",
+    "worse": "worse",
+    "no_clear_change": "no clear change",
+    "too_early": "too early to tell",
+    "no_data": "no figures before it",
+}
+
+
+def _value(kind: str, value: str | None) -> str:
+    if value is None:
+        return "none"
+    return f"{value}m" if kind in ("limit", "request") else _name(value)  # an image or node name: from outside
+
+
+def change_line(row: dict[str, Any]) -> str:
+    """One change in words: "limit 80m → 200m on 12-01: throttled 82% → 3% of periods, p95 usage 190m (improved)"."""
+    text = f"{row['kind']} {_value(row['kind'], row['before'])} → {_value(row['kind'], row['after'])} on "
+    text += f"{row['seen_at'].astimezone(UTC):%m-%d}"
+    before, after = row["before_throttle_ratio"], row["after_throttle_ratio"]
+    if before is not None and after is not None:
+        text += f": throttled {format_ratio(before)} → {format_ratio(after)} of periods"
+    if row["after_usage_p95_mcpu"] is not None:
+        text += f", p95 usage {row['after_usage_p95_mcpu']:.0f}m"
+    return f"{text} ({_VERDICT_WORDS[row['verdict']]})"
+
+
+def _change_who(row: dict[str, Any]) -> str:
+    return f"{row['pod']}/{row['container']}"
+
+
 # --- plain text ------------------------------------------------------------------------------------------------------
 
 
@@ -188,6 +220,9 @@ def as_text(summary: NamespaceSummary, report_url: str) -> str:
     more = _more(summary.hidden_over_target, summary.hidden_advised)
     if more:
         lines.append(f"{more}: see the report.")
+    if summary.changes:
+        lines.append(_CHANGES_HEADING)
+        lines += [f"- {_name(_change_who(row))}: {change_line(row)}" for row in summary.changes]
     lines.append(f"Report: {report_url}")
     return "\n".join(lines) + "\n"
 
@@ -230,6 +265,9 @@ def as_markdown(summary: NamespaceSummary, report_url: str) -> str:
     more = _more(summary.hidden_over_target, summary.hidden_advised)
     if more:
         lines += ["", f"{_md(more)}: [see the report]({report_url})."]
+    if summary.changes:
+        lines += ["", _md(_CHANGES_HEADING), ""]
+        lines += [f"- {_md_code(_change_who(row))} {_md(change_line(row))}" for row in summary.changes]
     lines += ["", f"[Open the report]({report_url})"]
     return "\n".join(lines) + "\n"
 
@@ -267,7 +305,7 @@ def as_slack(summary: NamespaceSummary, report_url: str) -> dict[str, Any]:
     """Block Kit: a header, a section with the headline, a section per container (its recommendations below it),
     "…and N more" with the report link when Slack's 50-block limit or `limit` cut the list, and a context line with
     the window, the target and the report link; `text` is the notification fallback Slack asks for."""
-    room = SLACK_BLOCKS_MAX - _SLACK_FIXED_BLOCKS
+    room = SLACK_BLOCKS_MAX - _SLACK_FIXED_BLOCKS - (1 if summary.changes else 0)
     worst = summary.worst[:room]
     advised = summary.advised[: room - len(worst)]
     containers = [_slack_container(row) for row in worst]
@@ -287,6 +325,9 @@ def as_slack(summary: NamespaceSummary, report_url: str) -> dict[str, Any]:
     ]
     if more:
         blocks.append(_section(f"{_slack(more)}: <{report_url}|see the report>."))
+    if summary.changes:
+        lines = [f"• {_slack_code(_change_who(row))} {_slack(change_line(row))}" for row in summary.changes]
+        blocks.append(_section("\n".join([f"*{_slack(_CHANGES_HEADING)}*", *lines])))
     context = (
         f"{_slack(_window_label(summary.window)).capitalize()} · target {format_ratio(summary.throttle_target)} · "
         f"<{report_url}|Open the report>"
@@ -340,4 +381,5 @@ def as_json(summary: NamespaceSummary, report_url: str) -> dict[str, Any]:
         "more_over_target": summary.hidden_over_target,
         "more_advised_below_target": summary.hidden_advised,
         "report_url": report_url,
+        "changes": summary.changes,
     }

@@ -7,13 +7,14 @@ functions the dashboard uses too, so a page, a CSV file and an API response show
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, overload
 
 from django.db.models import Count, F, Max, Q, QuerySet
 from django.utils import timezone
 
+from apps.advisor.changes import change_rows, changes_of
 from apps.advisor.models import Finding, Window
 from apps.advisor.selectors import Coverage, findings, recommendation_rows, report_row, window_coverage
 from apps.clusters.models import Cluster, Container, Node, Pod
@@ -150,6 +151,10 @@ def pod_series(pod: Pod, since: datetime, until: datetime) -> dict[str, Any]:
 # --- chat summaries -------------------------------------------------------------------------------------------------
 
 
+CHAT_CHANGES = 5
+CHAT_CHANGES_SINCE = timedelta(hours=24)
+
+
 @dataclass(frozen=True)
 class NamespaceSummary:
     cluster: str
@@ -164,6 +169,8 @@ class NamespaceSummary:
     advised: list[dict[str, Any]]  # then report rows of containers not over the target with recommendations
     top: dict[str, Any] | None  # the highest-ratio row when none is over the target (None when no ratio is known)
     advised_below_target: int  # containers not over the target that still have recommendations (all, not listed)
+    # Change rows (advisor.changes.change_rows) seen in the last CHAT_CHANGES_SINCE, newest first, at most CHAT_CHANGES.
+    changes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def hidden_over_target(self) -> int:
@@ -211,6 +218,7 @@ def namespace_summary(
         advised=[report_row(f) for f in below],
         top=top,
         advised_below_target=counts["advised"],
+        changes=change_rows(changes_of(cluster, namespace, timezone.now() - CHAT_CHANGES_SINCE)[:CHAT_CHANGES]),
     )
 
 

@@ -549,3 +549,6 @@ class NamespaceSummarySerializer(serializers.Serializer):
     more_over_target = serializers.IntegerField(help_text="Containers over the target that `limit` left out.")
     more_advised_below_target = serializers.IntegerField(help_text="Advised containers that `limit` left out.")
     report_url = serializers.URLField(help_text="The namespace report for the window.")
+    changes = ChangeRowSerializer(
+        many=True, help_text="Changes seen in the last 24 hours with their effect, newest first."
+    )

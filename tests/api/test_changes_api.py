@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -46,3 +47,32 @@ def test_the_schema_describes_every_field_of_a_change_row_in_order():
     from apps.api.serializers import ChangeRowSerializer
 
     assert list(ChangeRowSerializer().fields) == list(CHANGE_FIELDS)
+
+
+SUMMARY = "/api/v1/clusters/c/namespaces/shop/summary/"
+
+
+def test_the_chat_summaries_carry_a_line_per_recent_change(reader):
+    raised(ratio_after=0.03, minutes_after=70)
+    text = reader.get(SUMMARY, {"format": "text"}).content.decode()
+    assert "Recent changes (24 h) and their effect:" in text
+    [line] = [line for line in text.splitlines() if line.startswith("- api-0/app: limit")]
+    assert re.fullmatch(r"- api-0/app: limit 200m → 400m on \d\d-\d\d: throttled 80% → 3\.\d% of periods, "
+                        r"p95 usage 250m \(improved\)", line), line  # fmt: skip
+    markdown = reader.get(SUMMARY, {"format": "markdown"}).content.decode()
+    assert "- `api-0/app` limit 200m → 400m" in markdown
+    slack = reader.get(SUMMARY, {"format": "slack"}).json()
+    assert any("limit 200m → 400m" in block.get("text", {}).get("text", "") for block in slack["blocks"])
+    [change] = reader.get(SUMMARY, {"format": "json"}).json()["changes"]
+    assert change["verdict"] == "improved" and change["kind"] == "limit"
+
+
+def test_an_image_name_in_a_change_line_cannot_mention_a_channel(reader):
+    from apps.clusters.models import Container, ContainerChange
+
+    raised(ratio_after=0.03, minutes_after=70)
+    ContainerChange.objects.create(container=Container.objects.get(name="app"), seen_at=timezone.now(), kind="image",
+                                   before="app:1", after="evil:@here\nnew line")  # fmt: skip
+    text = reader.get(SUMMARY, {"format": "text"}).content.decode()
+    [line] = [line for line in text.splitlines() if "image app:1" in line]
+    assert "@here" not in line and "\\n" in line  # the word joiner breaks the mention; the newline is escaped

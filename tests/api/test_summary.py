@@ -288,8 +288,9 @@ def test_json_has_the_same_facts_structured(reader, demo):
     assert list(body) == [
         "cluster", "namespace", "window", "throttle_target", "headline", "coverage", "containers_checked",
         "containers_over_target", "containers_advised_below_target", "containers", "more_over_target",
-        "more_advised_below_target", "report_url",
+        "more_advised_below_target", "report_url", "changes",  # changes: added at the end (2026-12)
     ]  # fmt: skip
+    assert body["changes"] == []  # none seen in the demo cluster
     text = reader.get(URL.format(ns="shop")).content.decode().splitlines()
     assert body["headline"] == text[1]
     assert (body["cluster"], body["namespace"], body["window"], body["throttle_target"]) == ("demo", "shop", "1h", 0.1)
