@@ -7,7 +7,7 @@ change of the container comes sooner. A rollout's before-window is the workload'
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -54,6 +54,19 @@ CHANGE_FIELDS = (
     "p_value",
     "note",
 )
+
+
+def change_rows_streamed(changes: QuerySet[ContainerChange], chunk: int = 200) -> Iterator[dict[str, Any]]:
+    """change_rows over a whole queryset, `chunk` changes at a time (the CSV: every change of the range)."""
+    now = timezone.now()
+    batch: list[ContainerChange] = []
+    for change in changes.iterator(chunk_size=chunk):
+        batch.append(change)
+        if len(batch) >= chunk:
+            yield from change_rows(batch, now)
+            batch = []
+    if batch:
+        yield from change_rows(batch, now)
 
 
 def changes_of(cluster: Cluster, namespace: str, since: datetime) -> QuerySet[ContainerChange]:

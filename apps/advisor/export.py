@@ -68,6 +68,11 @@ def _file_name_part(name: str) -> str:
     return _UNSAFE_IN_FILE_NAME.sub("_", name)[:_NAME_PART_MAX_CHARS] or "_"
 
 
+def changes_csv_filename(*, cluster: str, namespace: str) -> str:
+    """`cputune-<cluster>-<namespace>-changes.csv`, names reduced as for the recommendations file."""
+    return "-".join(["cputune", _file_name_part(cluster), _file_name_part(namespace), "changes"]) + ".csv"
+
+
 def recommendations_csv_filename(*, window: str, cluster: str | None = None, namespace: str | None = None) -> str:
     """`cputune-<cluster>-<namespace>-<window>-recommendations.csv`, leaving out the names not given.
 

@@ -24,8 +24,8 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.advisor.changes import change_rows, changes_of
-from apps.advisor.export import recommendations_csv_filename, stream_csv
+from apps.advisor.changes import CHANGE_FIELDS, change_rows, change_rows_streamed, changes_of
+from apps.advisor.export import changes_csv_filename, recommendations_csv_filename, stream_csv
 from apps.advisor.kernel import kernel_verdict
 from apps.advisor.models import Finding
 from apps.advisor.selectors import RECOMMENDATION_FIELDS, findings, report_row
@@ -278,14 +278,20 @@ class RecommendationList(ApiListView):
         )
 
 
-@extend_schema(summary="A pod's time series per container, with shares floor and quota ceiling")
-@extend_schema(summary="Changes seen on a namespace's containers and what each did, newest first")
+@extend_schema(
+    summary="Changes seen on a namespace's containers and what each did, newest first; ?format=csv streams CSV",
+    responses={
+        200: ChangeRowSerializer(many=True),
+        (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="Every change of the range, streamed."),
+    },
+)
 class ChangeList(ApiListView):
     """Each change of CPU limit or request (in-place resizes once applied, rollouts against the workload's earlier
     pod), image, restart or node seen since `since`, with the windows before and after it and a verdict
-    (docs/domain.md#change-effect)."""
+    (docs/domain.md#change-effect); JSON pages, or every change of the range as streamed CSV (the same columns)."""
 
     serializer_class = ChangeRowSerializer
+    renderer_classes = [JSONRenderer, CSVRenderer]
 
     @extend_schema(parameters=[ChangesQuerySerializer])
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Any:
@@ -297,12 +303,22 @@ class ChangeList(ApiListView):
         cluster, namespace = self.get_namespace()
         return changes_of(cluster, namespace, self.query(ChangesQuerySerializer)["since"])
 
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Any:
+        changes = self.get_queryset()
+        if request.accepted_renderer.format == CSVRenderer.format:
+            Pagination().validate_parameters(request)  # not applied to the CSV, but a malformed one is still a 400
+            response = StreamingHttpResponse(
+                stream_csv(change_rows_streamed(changes), CHANGE_FIELDS), content_type="text/csv; charset=utf-8"
+            )
+            name = changes_csv_filename(cluster=self.kwargs["cluster"], namespace=self.kwargs["namespace"])
+            response["Content-Disposition"] = content_disposition_header(True, name)
+            return response
+        page = self.paginate_queryset(changes)
         # Each change's windows are read for the page's changes only.
         return self.get_paginated_response(change_rows(page or []))
 
 
+@extend_schema(summary="A pod's time series per container, with shares floor and quota ceiling")
 class PodSeries(ApiView):
     """Per container of the pod, its points between since and until (default: the last hour; at most 31 days; raw
     points up to 48 hours, hourly beyond), with request, limit, shares floor and quota ceiling for reference lines."""

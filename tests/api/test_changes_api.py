@@ -76,3 +76,26 @@ def test_an_image_name_in_a_change_line_cannot_mention_a_channel(reader):
     text = reader.get(SUMMARY, {"format": "text"}).content.decode()
     [line] = [line for line in text.splitlines() if "image app:1" in line]
     assert "@here" not in line and "\\n" in line  # the word joiner breaks the mention; the newline is escaped
+
+
+def test_the_changes_stream_as_csv_with_the_same_columns(reader):
+    import csv
+    import io
+
+    raised(ratio_after=0.03, minutes_after=70)
+    response = reader.get(URL, {"format": "csv"})
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    assert 'filename="cputune-c-shop-changes.csv"' in response["Content-Disposition"]
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert list(rows[0]) == list(CHANGE_FIELDS)
+    assert (rows[0]["kind"], rows[0]["before"], rows[0]["after"], rows[0]["verdict"]) == ("limit", "200", "400", "improved")
+
+
+def test_the_schema_names_each_operation():
+    from django.test import Client
+
+    schema = Client().get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    changes = schema["paths"]["/api/v1/clusters/{cluster}/namespaces/{namespace}/changes/"]["get"]
+    series = schema["paths"]["/api/v1/clusters/{cluster}/namespaces/{namespace}/pods/{pod}/series/"]["get"]
+    assert changes["summary"].startswith("Changes seen") and series["summary"].startswith("A pod's time series")
+    assert set(changes["responses"]["200"]["content"]) == {"application/json", "text/csv"}
