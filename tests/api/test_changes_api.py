@@ -88,7 +88,12 @@ def test_the_changes_stream_as_csv_with_the_same_columns(reader):
     assert 'filename="cputune-c-shop-changes.csv"' in response["Content-Disposition"]
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert list(rows[0]) == list(CHANGE_FIELDS)
-    assert (rows[0]["kind"], rows[0]["before"], rows[0]["after"], rows[0]["verdict"]) == ("limit", "200", "400", "improved")
+    assert (rows[0]["kind"], rows[0]["before"], rows[0]["after"], rows[0]["verdict"]) == (
+        "limit",
+        "200",
+        "400",
+        "improved",
+    )
 
 
 def test_the_schema_names_each_operation():
