@@ -7,7 +7,7 @@ change of the container comes sooner. A rollout's before-window is the workload'
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,6 +19,7 @@ from apps.clusters.models import Cluster, ContainerChange
 from apps.telemetry.selectors import SAMPLE_FIELDS, sample_rows
 
 from .change_effect import Effect, judge_effect
+from .facts import format_ratio
 from .services import policy_from_settings
 from .windows import SampleRow, WindowSummary, summarize_window
 
@@ -131,6 +132,44 @@ def _next_changes(changes: Iterable[ContainerChange]) -> dict[int, datetime | No
     for container_id, seen_at in later:
         by_container.setdefault(container_id, []).append(seen_at)
     return {c.pk: next((t for t in by_container.get(c.container_id, []) if t > c.seen_at), None) for c in changes}
+
+
+VERDICT_WORDS = {
+    "improved": "improved",
+    "worse": "worse",
+    "no_clear_change": "no clear change",
+    "too_early": "too early to tell",
+    "no_data": "no figures before it",
+}
+
+
+def _value(kind: str, value: str | None, show: Callable[[str], str]) -> str:
+    if value is None:
+        return "none"
+    return f"{value}m" if kind in ("limit", "request") else show(value)  # an image or node name: from outside
+
+
+def change_words(row: dict[str, Any], show: Callable[[str], str] = str) -> str:
+    """A change row in words, the chat line and the chart's label alike: "limit 80m → 200m on 12-01: throttled
+    82% → 3% of periods, p95 usage 190m (improved)". `show` renders an image or node name for its reader."""
+    kind = row["kind"]
+    text = f"{kind} {_value(kind, row['before'], show)} → {_value(kind, row['after'], show)} on "
+    text += f"{row['seen_at'].astimezone(UTC):%m-%d}"
+    before, after = row["before_throttle_ratio"], row["after_throttle_ratio"]
+    if before is not None and after is not None:
+        text += f": throttled {format_ratio(before)} → {format_ratio(after)} of periods"
+    if row["after_usage_p95_mcpu"] is not None:
+        text += f", p95 usage {row['after_usage_p95_mcpu']:.0f}m"
+    return f"{text} ({VERDICT_WORDS[row['verdict']]})"
+
+
+def changes_on(container_ids: Iterable[int], since: datetime, until: datetime) -> QuerySet[ContainerChange]:
+    """The changes of these containers seen in (since, until], oldest first (the pod chart's marks)."""
+    return (
+        ContainerChange.objects.filter(container_id__in=list(container_ids), seen_at__gt=since, seen_at__lte=until)
+        .select_related("container__pod__cluster", "previous__pod")
+        .order_by("seen_at", "container_id", "kind")
+    )
 
 
 def _round(value: float | None, digits: int) -> float | None:

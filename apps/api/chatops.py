@@ -19,6 +19,7 @@ from collections.abc import Callable
 from datetime import UTC
 from typing import Any
 
+from apps.advisor.changes import change_words
 from apps.advisor.facts import format_ratio
 from apps.advisor.models import Window
 from apps.words import printable
@@ -174,31 +175,11 @@ def _advice(rec: dict[str, Any]) -> str:
 
 
 _CHANGES_HEADING = "Recent changes (24 h) and their effect:"
-_VERDICT_WORDS = {
-    "improved": "improved",
-    "worse": "worse",
-    "no_clear_change": "no clear change",
-    "too_early": "too early to tell",
-    "no_data": "no figures before it",
-}
-
-
-def _value(kind: str, value: str | None) -> str:
-    if value is None:
-        return "none"
-    return f"{value}m" if kind in ("limit", "request") else _name(value)  # an image or node name: from outside
 
 
 def change_line(row: dict[str, Any]) -> str:
-    """One change in words: "limit 80m → 200m on 12-01: throttled 82% → 3% of periods, p95 usage 190m (improved)"."""
-    text = f"{row['kind']} {_value(row['kind'], row['before'])} → {_value(row['kind'], row['after'])} on "
-    text += f"{row['seen_at'].astimezone(UTC):%m-%d}"
-    before, after = row["before_throttle_ratio"], row["after_throttle_ratio"]
-    if before is not None and after is not None:
-        text += f": throttled {format_ratio(before)} → {format_ratio(after)} of periods"
-    if row["after_usage_p95_mcpu"] is not None:
-        text += f", p95 usage {row['after_usage_p95_mcpu']:.0f}m"
-    return f"{text} ({_VERDICT_WORDS[row['verdict']]})"
+    """One change in words, an image or node name in it made inert like every name (advisor.changes.change_words)."""
+    return change_words(row, _name)
 
 
 def _change_who(row: dict[str, Any]) -> str:

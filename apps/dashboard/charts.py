@@ -32,6 +32,7 @@ COLOURS = {
     "target": "#6b3fa0",
     "threads": "#5b6475",
     "pressure": "#00838f",
+    "change": "#374151",
     "bar": "#2356c7",
 }
 # Reference lines differ in dash as well as colour, so the legend tells them apart without colour vision.
@@ -177,6 +178,7 @@ def container_figure(
     target_ratio: float,
     resolution: str,
     pressure: bool = True,
+    changes: Sequence[ChangeMark] = (),
 ) -> go.Figure:
     """Stacked panels sharing the time axis: usage (mcpu) against the shares floor and quota ceiling, throttle
     ratio (%) against the target when the container has a quota, and threads. `resolution` is "raw" or "hourly"
@@ -269,7 +271,28 @@ def container_figure(
             **_dot(lone, "threads"),
         )
     )
-    return go.Figure(data=traces, layout=_panel_layout(span, with_ratio))
+    layout = _panel_layout(span, with_ratio)
+    for mark in changes:
+        x = _x(mark.ts)
+        layout.setdefault("shapes", []).append(
+            {"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
+             "line": {"color": COLOURS["change"], "width": 1.5, "dash": "dot"}}
+        )  # fmt: skip
+        layout["annotations"].append(
+            {"text": mark.label, "hovertext": mark.hover, "xref": "x", "yref": "paper", "x": x, "y": 1,
+             "xanchor": "left", "yanchor": "bottom", "showarrow": False,
+             "font": {"size": 11, "color": COLOURS["change"]}, "name": "change"}
+        )  # fmt: skip
+    return go.Figure(data=traces, layout=layout)
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeMark:
+    """A change drawn on the pod's chart: a dotted line at `ts`, `label` above it, `hover` its before/after figures."""
+
+    ts: datetime
+    label: str
+    hover: str
 
 
 def _panel_layout(span: list[int], with_ratio: bool) -> dict:

@@ -6,15 +6,16 @@ nodes; report rows come from the selectors the API and the CSV use, so a page sh
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.utils import timezone
 
-from apps.advisor.changes import change_rows, changes_of
+from apps.advisor.changes import VERDICT_WORDS, change_rows, change_words, changes_of, changes_on
 from apps.advisor.selectors import finding_pressure, findings, recommendation_rows
 from apps.advisor.snippets import in_place_resize, resource_change
 from apps.advisor.vocabulary import RECOMMENDATION_KINDS
@@ -81,6 +82,21 @@ def namespace_page(
     }
 
 
+def _change_marks(container_ids: list[int], since: datetime, until: datetime) -> dict[int, list[charts.ChangeMark]]:
+    """container id → the marks of its changes on the chart's span, each labelled and with its effect to hover."""
+    marks: dict[int, list[charts.ChangeMark]] = {}
+    changes = list(changes_on(container_ids, since, until))
+    for change, row in zip(changes, change_rows(changes), strict=True):
+        # Plotly reads annotation text as HTML: a name from the cluster (an image) is escaped.
+        words = html.escape(change_words(row), quote=False)
+        value = (
+            f" {row['before'] or 'none'}m → {row['after'] or 'none'}m" if row["kind"] in ("limit", "request") else ""
+        )
+        label = html.escape(f"{row['kind']}{value}, {VERDICT_WORDS[row['verdict']]}", quote=False)
+        marks.setdefault(change.container_id, []).append(charts.ChangeMark(row["seen_at"], label, words))
+    return marks
+
+
 def pod_page(cluster: str, namespace: str, pod: str, window: str, visibility: Visibility) -> dict[str, Any]:
     """Each container's figures, chart, recommendations with the change that applies them, and explanation."""
     obj = selectors.get_cluster(cluster, visibility)
@@ -88,6 +104,7 @@ def pod_page(cluster: str, namespace: str, pod: str, window: str, visibility: Vi
     detail = selectors.pod_detail(pod_obj, window=window)
     target = selectors.throttle_target()
     resources = [(c.container.name, c.container.request_mcpu, c.container.limit_mcpu) for c in detail.containers]
+    marks = _change_marks([c.container.pk for c in detail.containers], detail.since, detail.until)
     containers = []
     for c in detail.containers:
         ceiling_mcpu = c.finding.quota_ceiling_mcpu if c.finding else None
@@ -100,6 +117,7 @@ def pod_page(cluster: str, namespace: str, pod: str, window: str, visibility: Vi
             target_ratio=target,
             resolution=detail.resolution,
             pressure=c.finding is None or finding_pressure(c.finding).status != "not_measured",
+            changes=marks.get(c.container.pk, ()),
         )
         recommendations = [
             {

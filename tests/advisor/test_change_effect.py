@@ -105,3 +105,18 @@ def test_the_namespace_report_lists_the_change_with_its_effect(client, django_us
     assert "limit: 200m → 400m" in html
     assert re.search(r"<td class=\"num\">80% → 3\.\d%</td>", html)  # the windows' ratios, as the row has them
     assert 'class="badge verdict-change-improved"' in html
+
+
+def test_a_hostile_image_name_in_a_chart_mark_is_text(client, django_user_model):
+    from apps.clusters.models import Container, ContainerChange
+
+    raised(ratio_after=0.03, minutes_after=70)
+    ContainerChange.objects.create(container=Container.objects.get(name="app"), kind="image", before="app:1",
+                                   after='<a href="javascript:alert(1)">x</a>',
+                                   seen_at=timezone.now() - timedelta(minutes=30))  # fmt: skip
+    client.force_login(django_user_model.objects.create_user("ops"))
+    html = client.get("/c/c/ns/shop/pod/api-0/?window=24h").content.decode()
+    for escaped, char in (("\\u0026", "&"), ("\\u2192", "→"), ("\\u003c", "<"), ("\\u003e", ">"), ("\\u002f", "/")):
+        html = html.replace(escaped, char)  # the chart's JSON as Plotly reads it
+    assert "image app:1 → &lt;a href=" in html  # Plotly shows it as text: no link, no script
+    assert '<a href="javascript' not in html and '<a href=\\"javascript' not in html

@@ -632,3 +632,40 @@ def test_the_pod_page_shows_a_resize_in_progress_and_offers_a_resize_only_where_
     assert '"limits":{"cpu":' in line.replace(" ", "")
     shoot(page, "pod-resize-patch-laptop")
     assert errors == []
+
+
+@pytest.fixture()
+def change_site(live_server, django_user_model) -> str:
+    from tests.advisor.test_change_effect import raised
+
+    django_user_model.objects.create_user("ops", password=PASSWORD)
+    raised(ratio_after=0.03, minutes_after=70)  # cluster c, shop/api-0: limit 200m → 400m 70 minutes ago
+    return live_server.url
+
+
+@pytest.fixture()
+def change_browser(change_site: str) -> Iterator:
+    yield from chromium()
+
+
+def test_a_change_is_marked_on_the_pod_chart_and_listed_with_its_effect_on_the_namespace_page(
+    change_browser, change_site
+):
+    page, errors = logged_in_page(change_browser, change_site, LAPTOP)
+    page.goto(f"{change_site}/c/c/ns/shop/pod/api-0/?window=24h")  # the change was 70 minutes ago
+    chart = page.locator(".js-plotly-plot").first
+    chart.locator(".main-svg").first.wait_for()
+    layout = chart.evaluate("el => ({shapes: el.layout.shapes || [], notes: el.layout.annotations.map(a => a.text)})")
+    [line] = [s for s in layout["shapes"] if s.get("line", {}).get("dash") == "dot"]
+    assert line["yref"] == "paper" and line["x0"] == line["x1"]
+    assert "limit 200m → 400m, improved" in layout["notes"]
+    assert page.locator(".annotation-text", has_text="limit 200m → 400m, improved").count() == 1  # drawn, not only set
+    shoot_chart(page, "pod-change-marker")
+
+    page.goto(f"{change_site}/c/c/ns/shop/")
+    section = page.locator("#changes")
+    section.wait_for()
+    row = section.locator("tbody tr[data-kind='limit']")
+    assert "limit: 200m → 400m" in row.inner_text() and row.locator(".verdict-change-improved").count() == 1
+    shoot(page, "namespace-changes-laptop")
+    assert errors == []
