@@ -20,7 +20,8 @@ from apps.telemetry.selectors import SAMPLE_FIELDS, sample_rows
 
 from .change_effect import Effect, judge_effect
 from .facts import format_ratio
-from .services import policy_from_settings
+from .models import ChangeAdvice
+from .policy import policy_from_settings
 from .windows import SampleRow, WindowSummary, summarize_window
 
 EFFECT_WINDOW = timedelta(hours=1)
@@ -54,6 +55,9 @@ CHANGE_FIELDS = (
     "after_periods",
     "p_value",
     "note",
+    "followed_advice",
+    "expected_throttle_ratio_max",
+    "advice_worked",
 )
 
 
@@ -76,7 +80,7 @@ def changes_of(cluster: Cluster, namespace: str, since: datetime) -> QuerySet[Co
         ContainerChange.objects.filter(
             container__pod__cluster=cluster, container__pod__namespace=namespace, seen_at__gte=since
         )
-        .select_related("container__pod__cluster", "previous__pod")
+        .select_related("container__pod__cluster", "previous__pod", "advice")
         .order_by("-seen_at", "container_id", "kind")
     )
 
@@ -120,7 +124,7 @@ def effect_of(change: ContainerChange, now: datetime, next_change_at: datetime |
     )
 
 
-def _next_changes(changes: Iterable[ContainerChange]) -> dict[int, datetime | None]:
+def next_changes(changes: Iterable[ContainerChange]) -> dict[int, datetime | None]:
     """change id → the same container's next change (any kind) after it, for the changes given."""
     changes = list(changes)
     later = (
@@ -167,9 +171,33 @@ def changes_on(container_ids: Iterable[int], since: datetime, until: datetime) -
     """The changes of these containers seen in (since, until], oldest first (the pod chart's marks)."""
     return (
         ContainerChange.objects.filter(container_id__in=list(container_ids), seen_at__gt=since, seen_at__lte=until)
-        .select_related("container__pod__cluster", "previous__pod")
+        .select_related("container__pod__cluster", "previous__pod", "advice")
         .order_by("seen_at", "container_id", "kind")
     )
+
+
+def advice_worked(verdict: str, after_ratio: float | None, expected_max: float | None) -> bool | None:
+    """Whether followed advice did what it said: the ratio fell (the verdict) and, where the advice made a claim,
+    ended at or under it. None until the verdict is in."""
+    if verdict in ("too_early", "no_data"):
+        return None
+    if verdict != "improved":
+        return False
+    return expected_max is None or (after_ratio is not None and after_ratio <= expected_max)
+
+
+def _advice_fields(change: ContainerChange, effect: Effect) -> dict[str, Any]:
+    try:
+        advice = change.advice
+    except ChangeAdvice.DoesNotExist:
+        advice = None  # not checked yet: the first refresh after the change checks it
+    if advice is None or not advice.kind:
+        return {"followed_advice": None, "expected_throttle_ratio_max": None, "advice_worked": None}
+    return {
+        "followed_advice": advice.kind,
+        "expected_throttle_ratio_max": advice.expected_throttle_ratio_max,
+        "advice_worked": advice_worked(effect.verdict, effect.after.throttle_ratio, advice.expected_throttle_ratio_max),
+    }
 
 
 def _round(value: float | None, digits: int) -> float | None:
@@ -180,7 +208,7 @@ def change_rows(changes: Iterable[ContainerChange], now: datetime | None = None)
     """One row per change with its effect, CHANGE_FIELDS in order; unknown numbers are None, never 0."""
     now = now or timezone.now()
     changes = list(changes)
-    following = _next_changes(changes)
+    following = next_changes(changes)
     rows = []
     for change in changes:
         pod = change.container.pod
@@ -213,6 +241,7 @@ def change_rows(changes: Iterable[ContainerChange], now: datetime | None = None)
                 "after_periods": after.periods,
                 "p_value": _round(effect.comparison.p_value, 6) if effect.comparison else None,
                 "note": effect.note,
+                **_advice_fields(change, effect),
             }
         )
     return rows

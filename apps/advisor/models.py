@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from apps.clusters.models import Cluster, Container
+from apps.clusters.models import Cluster, Container, ContainerChange
 
 
 class Window(models.TextChoices):
@@ -83,3 +83,23 @@ class Finding(models.Model):
 
     def __str__(self) -> str:
         return f"{self.container} [{self.window}] ratio={self.throttle_ratio}"
+
+
+class ChangeAdvice(models.Model):
+    """Whether a change of limit or request followed the advice that stood before it: the plan of the container's
+    1 h finding computed before the change was seen (a rollout: the earlier pod's container's). Checked once, at the
+    first refresh after the change, before that refresh replaces the finding; `kind` is "" when no piece of advice
+    matched (or no finding stood before it)."""
+
+    change = models.OneToOneField(ContainerChange, on_delete=models.CASCADE, primary_key=True, related_name="advice")
+    kind = models.CharField(max_length=32, blank=True, help_text="The recommendation it followed; empty: none.")
+    suggested_mcpu = models.IntegerField(null=True, help_text="The value the advice suggested.")
+    expected_throttle_ratio_max = models.FloatField(null=True, help_text="What the advice said the ratio would be.")
+    checked_at = models.DateTimeField()
+    # Once the change's after-window is complete: its verdict and whether the advice did what it said (the
+    # overview's record); "" / None before.
+    verdict = models.CharField(max_length=16, blank=True)
+    worked = models.BooleanField(null=True)
+
+    def __str__(self) -> str:
+        return f"advice {self.change_id}: {self.kind or 'none'}"

@@ -20,10 +20,11 @@ from .explain import explain_paragraphs
 from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
 from .pod_quota import PodQuota, judge_pod_quota
+from .policy import policy_from_settings
 from .pressure import Pressure, pressure_of
 from .rules import ContainerFacts, Policy, Recommendation, Shortfall, data_shortfalls
 from .runtimes import env_pairs, guess_runtime
-from .services import next_refresh_at, policy_from_settings, summaries_of
+from .services import next_refresh_at, summaries_of
 from .snippets import kubectl_command
 from .windows import WindowSummary
 

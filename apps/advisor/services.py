@@ -28,20 +28,18 @@ from apps.telemetry.periods import period_sample_rows
 from apps.telemetry.rollups import rollup_hours
 from apps.telemetry.selectors import latest_sample_rows, rollup_rows, sample_rows
 
+from .advice_followed import note_followed_advice, settle_followed_advice
 from .cfs import SharesFloor, container_shares_floor, quota_ceiling_mcpu, shares_floor, weighted_pod_floors
 from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
 from .pod_quota import pod_ceiling
-from .rules import ContainerFacts, Policy, Recommendation, advise, limit_curve
+from .policy import policy_from_settings
+from .rules import ContainerFacts, Recommendation, advise, limit_curve
 from .runtimes import env_pairs
 from .vocabulary import NO_SEVERITY_RANK, SEVERITY_RANK
 from .windows import RollupRow, SampleRow, WindowSummary, period_throttled_us, summarize_rollups, summarize_window
 
 log = logging.getLogger(__name__)
-
-
-def policy_from_settings() -> Policy:
-    return Policy(throttle_target=settings.CPUTUNE_THROTTLE_TARGET)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +113,9 @@ def prepare_refresh(cluster: Cluster, *, now: datetime, windows: Iterable[str] =
     one, whose last samples came in after its last rollup — the beat's rollup task completes it in any case), and
     delete the findings of pods no longer seen in a window (containers deleted altogether took theirs with them)."""
     rollup_hours(now=now, hours=2 if now.minute < 10 else 1)
+    # Before the findings are replaced: the plans that stood before the changes seen since the last refresh.
+    note_followed_advice(cluster, now, policy_from_settings())
+    settle_followed_advice(cluster, now)
     with transaction.atomic():
         for window in windows:
             start = now - timedelta(seconds=WINDOW_SECONDS[Window(window)])

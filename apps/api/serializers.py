@@ -450,6 +450,14 @@ class ChangeRowSerializer(serializers.Serializer):
     after_periods = serializers.IntegerField(allow_null=True)
     p_value = NumberField(allow_null=True, help_text="Mann-Whitney U on the per-sample throttle ratios, two-sided.")
     note = serializers.CharField(help_text="What the verdict rests on, in one line.")
+    followed_advice = serializers.CharField(
+        allow_null=True,
+        help_text="The recommendation kind the change carried out (within a step); null: none or not checked.",
+    )
+    expected_throttle_ratio_max = NumberField(allow_null=True, help_text="What that advice said the ratio would be.")
+    advice_worked = serializers.BooleanField(
+        allow_null=True, help_text="Improved, and at or under the expected ratio; null until the verdict is in."
+    )
 
 
 class KernelCheckQuerySerializer(serializers.Serializer):

@@ -20,7 +20,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from apps.advisor.kernel import KernelVerdict, kernel_verdict
-from apps.advisor.models import WINDOW_SECONDS, Finding, Window
+from apps.advisor.models import WINDOW_SECONDS, ChangeAdvice, Finding, Window
 from apps.advisor.pod_quota import PodQuota
 from apps.advisor.rules import shortfall_text
 from apps.advisor.selectors import (
@@ -184,6 +184,7 @@ class Overview:
     verdicts: dict[str, int]
     target: float
     interval_s: int
+    record: AdviceRecord | None = None
 
     @property
     def measured(self) -> bool:
@@ -252,7 +253,41 @@ def overview(*, now: datetime | None = None, top: int = 10, visibility: Visibili
         verdicts={v: total.get(v, 0) for v in VERDICTS},
         target=throttle_target(),
         interval_s=interval_s,
+        record=advice_record(now=now, visibility=visibility),
     )
+
+
+@dataclass(frozen=True)
+class AdviceRecord:
+    """cputune's own record over RECORD_DAYS: changes that carried out its advice, and how they turned out."""
+
+    followed: int
+    worked: int
+    did_not: int
+
+    @property
+    def pending(self) -> int:
+        return self.followed - self.worked - self.did_not
+
+
+RECORD_DAYS = 30
+
+
+def advice_record(*, now: datetime, visibility: Visibility = EVERYTHING) -> AdviceRecord | None:
+    """The record over what the viewer sees; None when no change followed the advice in RECORD_DAYS."""
+    rows = ChangeAdvice.objects.exclude(kind="").filter(checked_at__gte=now - timedelta(days=RECORD_DAYS))
+    rows = visibility.filter(
+        rows, cluster="change__container__pod__cluster_id", namespace="change__container__pod__namespace"
+    )
+    # Aliases unlike the fields: an aggregate cannot share a name with the field it filters on.
+    counts = rows.aggregate(
+        n_followed=Count("pk"),
+        n_worked=Count("pk", filter=Q(worked=True)),
+        n_did_not=Count("pk", filter=Q(worked=False)),
+    )
+    if not counts["n_followed"]:
+        return None
+    return AdviceRecord(followed=counts["n_followed"], worked=counts["n_worked"], did_not=counts["n_did_not"])
 
 
 def _overview_status(cluster: Cluster, run: CollectionRun | None, interval_s: int) -> WindowStatus:

@@ -120,3 +120,97 @@ def test_a_hostile_image_name_in_a_chart_mark_is_text(client, django_user_model)
         html = html.replace(escaped, char)  # the chart's JSON as Plotly reads it
     assert "image app:1 → &lt;a href=" in html  # Plotly shows it as text: no link, no script
     assert '<a href="javascript' not in html and '<a href=\\"javascript' not in html
+
+
+def plan_before(suggested_limit: int, expected: float | None, minutes_before: int = 5):
+    """The 1 h finding that stood before the change: a raise_limit to `suggested_limit`."""
+    from apps.advisor.models import Finding
+    from apps.clusters.models import Container, ContainerChange
+
+    change = ContainerChange.objects.get()
+    Finding.objects.create(
+        container=Container.objects.get(name="app"), cluster=change.container.pod.cluster, namespace="shop",
+        window="1h", computed_at=change.seen_at - timedelta(minutes=minutes_before), window_end=change.seen_at,
+        recommendations=[{"kind": "raise_limit", "severity": "critical", "summary": "Raise the CPU limit",
+                          "detail": "", "suggested_request_mcpu": None, "suggested_limit_mcpu": suggested_limit,
+                          "expected_throttle_ratio_max": expected, "expected_basis": "average"}],
+    )  # fmt: skip
+
+
+def followed_row(ratio_after: float, suggested_limit: int, expected: float | None, minutes_before: int = 5) -> dict:
+    from apps.advisor.advice_followed import note_followed_advice
+    from apps.advisor.facts import Policy
+
+    raised(ratio_after=ratio_after, minutes_after=70)
+    plan_before(suggested_limit, expected, minutes_before)
+    cluster = Cluster.objects.get(name="c")
+    assert note_followed_advice(cluster, timezone.now(), Policy()) == 1
+    assert note_followed_advice(cluster, timezone.now(), Policy()) == 0  # checked once
+    [row] = change_rows(changes_of(cluster, "shop", timezone.now() - timedelta(days=1)))
+    return row
+
+
+def test_a_change_that_carried_out_the_advice_is_recorded_with_whether_it_did_what_it_said():
+    row = followed_row(ratio_after=0.03, suggested_limit=400, expected=0.1)
+    assert (row["followed_advice"], row["expected_throttle_ratio_max"], row["advice_worked"]) == (
+        "raise_limit",
+        0.1,
+        True,
+    )
+
+
+def test_followed_advice_that_did_not_help_is_said_so():
+    row = followed_row(ratio_after=0.79, suggested_limit=400, expected=0.1)
+    assert row["followed_advice"] == "raise_limit" and row["advice_worked"] is False
+
+
+def test_a_change_unlike_the_advice_is_not_ours():
+    assert followed_row(ratio_after=0.03, suggested_limit=850, expected=0.1)["followed_advice"] is None
+
+
+def test_advice_computed_after_the_change_did_not_stand_before_it():
+    # 400m is within one 50m step of 420m, but the finding was computed after the change was seen.
+    assert (
+        followed_row(ratio_after=0.03, suggested_limit=420, expected=0.1, minutes_before=-5)["followed_advice"] is None
+    )
+
+
+def test_a_change_within_one_step_of_the_advice_is_ours():
+    assert followed_row(ratio_after=0.03, suggested_limit=420, expected=0.1)["followed_advice"] == "raise_limit"
+
+
+def test_advice_that_helped_less_than_it_said_did_not_work():
+    row = followed_row(ratio_after=0.03, suggested_limit=400, expected=0.01)  # improved to ~3.6 %, said at most 1 %
+    assert row["verdict"] == "improved" and row["advice_worked"] is False
+
+
+def test_advice_without_a_claim_that_changed_nothing_did_not_work():
+    row = followed_row(ratio_after=0.79, suggested_limit=400, expected=None)
+    assert row["verdict"] == "no_clear_change" and row["advice_worked"] is False
+
+
+def test_the_overview_shows_the_products_own_record_once_the_verdict_is_in(client, django_user_model):
+    from apps.advisor.advice_followed import settle_followed_advice
+    from apps.advisor.models import ChangeAdvice
+
+    followed_row(ratio_after=0.03, suggested_limit=400, expected=0.1)
+    client.force_login(django_user_model.objects.create_user("ops", is_superuser=True))
+    assert 'id="advice-record"' in client.get("/").content.decode()  # followed, verdict pending
+    assert settle_followed_advice(Cluster.objects.get(name="c"), timezone.now()) == 1
+    assert ChangeAdvice.objects.get().worked is True
+    html = client.get("/").content.decode()
+    assert "1 change carried out its advice" in html
+    assert '<strong class="record-worked">1</strong> did what it said' in html
+    assert '<strong class="record-did-not">0</strong> did not.' in html  # nothing left to tell
+
+
+def test_a_viewer_limited_to_another_namespace_does_not_see_the_record(client, django_user_model):
+    from apps.clusters.models import ReadGrant
+
+    followed_row(ratio_after=0.03, suggested_limit=400, expected=0.1)
+    viewer = django_user_model.objects.create_user("viewer")
+    ReadGrant.objects.create(user=viewer, cluster=Cluster.objects.get(name="c"), namespace="batch")
+    client.force_login(viewer)
+    assert 'id="advice-record"' not in client.get("/").content.decode()
+    ReadGrant.objects.create(user=viewer, cluster=Cluster.objects.get(name="c"), namespace="shop")
+    assert 'id="advice-record"' in client.get("/").content.decode()

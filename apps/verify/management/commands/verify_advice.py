@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.advisor.services import policy_from_settings
+from apps.advisor.policy import policy_from_settings
 from apps.verify import contention, results, services
 
 
