@@ -378,7 +378,8 @@ SPECTACULAR_SETTINGS = {
     # The kernel verdict appears as `verdict` (kernel-check) and `kernel_verdict` (report rows): one enum, one name.
     "ENUM_NAME_OVERRIDES": {
         "KernelVerdictEnum": ["fixed", "affected", "unknown"],
-        "ChangeKindEnum": "apps.clusters.models.ContainerChange.Kind",
+        "KindEnum": "apps.advisor.vocabulary.RECOMMENDATION_KINDS",  # the name it had before change kinds came
+        "ChangeKindEnum": "apps.clusters.models.CHANGE_KINDS",
         "ChangeVerdictEnum": "apps.advisor.change_effect.VERDICTS",
     },
 }

@@ -18,7 +18,7 @@ from apps.advisor.models import Window
 from apps.advisor.pressure import PRESSURE_STATUSES
 from apps.advisor.runtimes import RUNTIMES
 from apps.advisor.vocabulary import BUGS, CONFIDENCES, RECOMMENDATION_KINDS, SEVERITIES, VERDICTS
-from apps.clusters.models import Cluster, ContainerChange, Node
+from apps.clusters.models import CHANGE_KINDS, Cluster, Node
 
 QOS_CLASSES = ("Guaranteed", "Burstable", "BestEffort")
 
@@ -429,7 +429,7 @@ class ChangeRowSerializer(serializers.Serializer):
     workload_name = serializers.CharField(allow_null=True)
     pod = serializers.CharField()
     container = serializers.CharField()
-    kind = _choice(tuple(ContainerChange.Kind.values), help_text="limit, request, image, restart or node.")
+    kind = _choice(CHANGE_KINDS, help_text="limit, request, image, restart or node.")
     before = serializers.CharField(allow_null=True, help_text="The value before (millicores for limit and request).")
     after = serializers.CharField(allow_null=True, help_text="The value after; null: none (a limit dropped).")
     seen_at = serializers.DateTimeField(help_text="The inventory that saw it: it happened at most one cycle before.")

@@ -199,6 +199,9 @@ class ContainerChange(models.Model):
         return f"{self.container} {self.kind} {self.before or 'none'} → {self.after or 'none'} @ {self.seen_at:%F %T}"
 
 
+CHANGE_KINDS: tuple[str, ...] = tuple(ContainerChange.Kind.values)  # the API's enum of change kinds
+
+
 class ReadGrant(models.Model):
     """What one user may read: a whole cluster (namespace empty) or one namespace of it. A user with no grant reads
     every cluster (as before grants existed); superusers always do. apps/clusters/visibility.py applies them."""
