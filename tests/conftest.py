@@ -86,3 +86,12 @@ def celery_worker_redis(django_db_setup, django_db_blocker):
 def chromium_path() -> str:
     path = shutil.which("chromium") or "/usr/bin/chromium"
     return path
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cgroup_checks() -> Iterator[None]:
+    """Each test judges its nodes' cgroup scheme afresh: the collector remembers, per process, when it last did."""
+    from apps.collector import services
+
+    services._cgroup_checked.clear()
+    yield

@@ -184,3 +184,15 @@ def test_the_explanation_names_the_files_and_the_weight_of_the_nodes_cgroup_vers
     assert "cpu.weight" not in v1
     unknown_mapping = explain(facts(2, ""), [])
     assert "a mapping not seen on this node yet" in unknown_mapping
+
+
+def test_a_worker_judges_a_nodes_scheme_at_most_once_an_hour(monkeypatch):
+    from apps.collector import services
+
+    clock = [1000.0]
+    monkeypatch.setattr(services.time, "monotonic", lambda: clock[0])
+    assert services._cgroup_check_due(1, "node-a") is True
+    assert services._cgroup_check_due(1, "node-a") is False
+    assert services._cgroup_check_due(1, "node-b") is True  # per node
+    clock[0] += services.CGROUP_CHECK_EVERY_S
+    assert services._cgroup_check_due(1, "node-a") is True

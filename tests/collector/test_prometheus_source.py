@@ -341,6 +341,9 @@ def test_cpu_pressure_through_prometheus_is_the_scraped_lines_and_their_deltas(s
     assert checked >= 10
     assert Node.objects.get(cluster=cluster).has_pressure is True
     assert Node.objects.filter(cluster__name="prom", has_pressure=False).count() == 0
+    # PSI exists on cgroup v2 only; Prometheus carries no spec shares here, so the mapping stays unknown.
+    node = Node.objects.get(cluster=cluster)
+    assert (node.cgroup_version, node.weight_mapping) == (2, "") and "PSI" in node.cgroup_evidence
     # The pod cgroups' own CFS series came in the same query and are stored as the pods' own (not advancing in the
     # playback, so equal to the recorded lines): e.g. e2e-container-creating, 43 of 59 periods, no container series.
     pod_cgroups = Sample.objects.filter(container__pod__cluster=cluster, container__name=POD_CGROUP)
