@@ -103,11 +103,18 @@ def record_changes(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, kno
     return len(changes)
 
 
+NAMES_PER_QUERY = 5000
+
+
 def new_pod_keys(cluster: Cluster, pods: Sequence[PodInfo]) -> set[tuple[str, str]]:
     """The (namespace, name) of the pods among `pods` that are not stored yet (asked before they are upserted)."""
     keys = {(p.namespace, p.name) for p in pods}
-    stored = Pod.objects.filter(cluster=cluster, name__in={name for _, name in keys}).values_list("namespace", "name")
-    return keys - set(stored)
+    names = sorted({name for _, name in keys})
+    stored: set[tuple[str, str]] = set()
+    for start in range(0, len(names), NAMES_PER_QUERY):  # SQLite takes at most 32,766 parameters a statement
+        chunk = names[start : start + NAMES_PER_QUERY]
+        stored.update(Pod.objects.filter(cluster=cluster, name__in=chunk).values_list("namespace", "name"))
+    return keys - stored
 
 
 def record_rollout_changes(cluster: Cluster, new_pods: Sequence[PodInfo], now: datetime) -> int:

@@ -106,3 +106,18 @@ def test_a_rollout_is_a_change_on_the_new_pods_against_the_workloads_earlier_pod
     third["metadata"]["name"] = "web-7c9a-klmno"
     store(cluster, [new, third], 2, method)
     assert ContainerChange.objects.count() == 1
+
+
+def test_new_pods_are_told_from_stored_ones_in_chunks_of_names(monkeypatch):
+    from apps.clusters import changes as module
+
+    cluster = f.cluster("many")
+    pods = []
+    for name in ("a", "b", "c"):
+        pod = resized_pod()
+        pod["metadata"]["name"] = name
+        pods.append(pod)
+    store(cluster, pods[:2], 0, "orm")
+    monkeypatch.setattr(module, "NAMES_PER_QUERY", 2)  # three names: two queries
+    infos, _ = pods_from_objects(json.loads(json.dumps(pods)))
+    assert module.new_pod_keys(cluster, infos) == {("default", "c")}
