@@ -7,7 +7,8 @@ load tables). The rules are one list, `CHANGE_RULES`, that both follow:
 - restart: the restart count went up;
 - node: both nodes known and different (the pod was replaced on another node under the same name).
 
-A rollout gives new pods, not changed ones: a new pod of a workload is compared with the workload's earlier pods
+A node that reports another kernel than the stored one gives a `kernel` change on each container it runs
+(`record_kernel_changes`). A rollout gives new pods, not changed ones: a new pod of a workload is compared with the workload's earlier pods
 (`record_rollout_changes`, the same limit, request and image rules).
 """
 
@@ -16,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from .info import ContainerInfo, PodInfo
-from .models import Cluster, Container, ContainerChange, Pod
+from .info import ContainerInfo, NodeInfo, PodInfo
+from .models import Cluster, Container, ContainerChange, Node, Pod
 
 Kind = ContainerChange.Kind
 
@@ -160,5 +161,35 @@ def record_rollout_changes(cluster: Cluster, new_pods: Sequence[PodInfo], now: d
                         container_id=cid, previous_id=previous, seen_at=now, kind=kind, before=old, after=new
                     )
                 )
+    ContainerChange.objects.bulk_create(changes, batch_size=2000)
+    return len(changes)
+
+
+def stored_kernels(cluster: Cluster, nodes: Sequence[NodeInfo]) -> dict[str, tuple[int, str]]:
+    """name → (id, kernel version) of the stored nodes among `nodes` that report a kernel (asked before the upsert)."""
+    names = [n.name for n in nodes if n.kernel_version]
+    if not names:
+        return {}
+    rows = Node.objects.filter(cluster=cluster, name__in=names).exclude(kernel_version="")
+    return {name: (pk, kernel) for name, pk, kernel in rows.values_list("name", "id", "kernel_version")}
+
+
+def record_kernel_changes(stored: dict[str, tuple[int, str]], nodes: Sequence[NodeInfo], now: datetime) -> int:
+    """A node that reports another kernel than the stored one: a `kernel` change on every container it runs (each
+    one's effect is its own). Returns changes recorded."""
+    changed = {
+        stored[n.name][0]: (stored[n.name][1], n.kernel_version)
+        for n in nodes
+        if n.kernel_version and n.name in stored and stored[n.name][1] != n.kernel_version
+    }
+    if not changed:
+        return 0
+    rows = Container.objects.filter(pod__node_id__in=list(changed)).values_list("id", "pod__node_id")
+    changes = [
+        ContainerChange(
+            container_id=cid, seen_at=now, kind=Kind.KERNEL, before=changed[node][0], after=changed[node][1]
+        )
+        for cid, node in rows
+    ]
     ContainerChange.objects.bulk_create(changes, batch_size=2000)
     return len(changes)

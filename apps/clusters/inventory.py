@@ -17,7 +17,14 @@ from psycopg.types.json import Jsonb
 
 from apps.db import analyze_tables, copy_rows
 
-from .changes import RECORD_CHANGES_SQL, new_pod_keys, record_changes, record_rollout_changes
+from .changes import (
+    RECORD_CHANGES_SQL,
+    new_pod_keys,
+    record_changes,
+    record_kernel_changes,
+    record_rollout_changes,
+    stored_kernels,
+)
 from .columns import column_specs, model_column, note, said, storable
 from .info import ContainerInfo, NodeInfo, PodInfo
 from .models import Cluster, Container, Node, Pod
@@ -109,8 +116,10 @@ def upsert_nodes(
         return dict(Node.objects.filter(cluster=cluster).values_list("name", "id"))
     if method == "auto":
         method = "sql" if connection.vendor == "postgresql" and len(nodes) > 1 else "orm"
+    kernels = stored_kernels(cluster, nodes)  # before they are replaced
     if method == "sql":
         _upsert_nodes_in_sql(cluster, nodes, now)
+        record_kernel_changes(kernels, nodes, now)
         return dict(Node.objects.filter(cluster=cluster).values_list("name", "id"))
     existing = {n.name: n for n in Node.objects.filter(cluster=cluster, name__in=[n.name for n in nodes])}
     to_create: list[Node] = []
@@ -126,6 +135,7 @@ def upsert_nodes(
     Node.objects.bulk_create(to_create)
     if to_update:
         Node.objects.bulk_update(to_update, [*_NODE_REPORTED, "last_seen"], batch_size=1000)
+    record_kernel_changes(kernels, nodes, now)
     return dict(Node.objects.filter(cluster=cluster).values_list("name", "id"))
 
 

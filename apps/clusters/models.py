@@ -170,7 +170,8 @@ class Container(models.Model):
 
 class ContainerChange(models.Model):
     """A change the inventory saw on a stored container: its applied CPU limit or request (an in-place resize counts
-    when the status applies it), its image, a restart, or its pod moving to another node; or, for a new pod of a
+    when the status applies it), its image, a restart, its pod moving to another node, or its node's kernel
+    (recorded on every container the node runs); or, for a new pod of a
     workload, a limit, request or image unlike its earlier pods' (a rollout; `previous` is that earlier container).
     Recorded when the next inventory differs from the stored one, at that inventory's time: the change happened at
     most one collection before `seen_at`. Otherwise a container seen for the first time has no change."""
@@ -181,6 +182,7 @@ class ContainerChange(models.Model):
         IMAGE = "image", "image"
         RESTART = "restart", "restart"
         NODE = "node", "node"
+        KERNEL = "kernel", "node's kernel"
 
     container = models.ForeignKey(Container, on_delete=models.CASCADE, related_name="changes")
     # A rollout: the workload's earlier pod whose container ran the values before (its series is the "before").

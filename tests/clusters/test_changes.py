@@ -121,3 +121,19 @@ def test_new_pods_are_told_from_stored_ones_in_chunks_of_names(monkeypatch):
     monkeypatch.setattr(module, "NAMES_PER_QUERY", 2)  # three names: two queries
     infos, _ = pods_from_objects(json.loads(json.dumps(pods)))
     assert module.new_pod_keys(cluster, infos) == {("default", "c")}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_nodes_new_kernel_is_a_change_on_each_container_it_runs(method):
+    cluster = f.cluster("upgrading")
+    pod = resized_pod()
+    other = copy.deepcopy(pod)
+    other["metadata"]["name"] = "elsewhere"
+    other["spec"]["nodeName"] = "node-b"
+    store(cluster, [pod, other], 0, method)  # both nodes on 5.15.0-1034-aws (the factory's kernel)
+    upgraded = [f.node_info(pod["spec"]["nodeName"], kernel="6.18.44-fc"), f.node_info("node-b")]
+    upsert_nodes(cluster, upgraded, f.T0 + timedelta(minutes=5), method=method)
+    upsert_nodes(cluster, upgraded, f.T0 + timedelta(minutes=6), method=method)  # the same again: nothing new
+    assert changes() == [("resized-container", "kernel", "5.15.0-1034-aws", "6.18.44-fc")]
+    [change] = ContainerChange.objects.all()
+    assert change.container.pod.name == "resized-pod" and change.seen_at == f.T0 + timedelta(minutes=5)
