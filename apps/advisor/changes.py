@@ -16,10 +16,10 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from apps.clusters.models import Cluster, ContainerChange
-from apps.telemetry.selectors import SAMPLE_FIELDS, sample_rows
+from apps.telemetry.selectors import SAMPLE_FIELDS, aware, sample_rows
 
 from .change_effect import Effect, judge_effect
-from .facts import format_ratio
+from .facts import format_ratio, round_figure
 from .models import ChangeAdvice
 from .policy import policy_from_settings
 from .windows import SampleRow, WindowSummary, summarize_window
@@ -90,7 +90,7 @@ def _window(container_id: int, period_us: int | None, start: datetime, end: date
     rows = sample_rows([container_id], start, end)
     interval = float(settings.CPUTUNE_COLLECT_INTERVAL)
     summary = summarize_window(
-        [SampleRow(ts if ts.tzinfo else ts.replace(tzinfo=UTC), *rest) for _, ts, *rest in rows],
+        [SampleRow(aware(ts), *rest) for _, ts, *rest in rows],
         start,
         end,
         interval,
@@ -147,7 +147,9 @@ VERDICT_WORDS = {
 }
 
 
-def _value(kind: str, value: str | None, show: Callable[[str], str]) -> str:
+def change_value(kind: str, value: str | None, show: Callable[[str], str] = str) -> str:
+    """A change's before or after value for a reader: millicores with their unit, "none", or the name as `show`
+    renders it."""
     if value is None:
         return "none"
     return f"{value}m" if kind in ("limit", "request") else show(value)  # an image or node name: from outside
@@ -157,7 +159,7 @@ def change_words(row: dict[str, Any], show: Callable[[str], str] = str) -> str:
     """A change row in words, the chat line and the chart's label alike: "limit 80m → 200m on 12-01: throttled
     82% → 3% of periods, p95 usage 190m (improved)". `show` renders an image or node name for its reader."""
     kind = row["kind"]
-    text = f"{kind} {_value(kind, row['before'], show)} → {_value(kind, row['after'], show)} on "
+    text = f"{kind} {change_value(kind, row['before'], show)} → {change_value(kind, row['after'], show)} on "
     text += f"{row['seen_at'].astimezone(UTC):%m-%d}"
     before, after = row["before_throttle_ratio"], row["after_throttle_ratio"]
     if before is not None and after is not None:
@@ -200,10 +202,6 @@ def _advice_fields(change: ContainerChange, effect: Effect) -> dict[str, Any]:
     }
 
 
-def _round(value: float | None, digits: int) -> float | None:
-    return None if value is None else round(value, digits)
-
-
 def change_rows(changes: Iterable[ContainerChange], now: datetime | None = None) -> list[dict[str, Any]]:
     """One row per change with its effect, CHANGE_FIELDS in order; unknown numbers are None, never 0."""
     now = now or timezone.now()
@@ -229,17 +227,17 @@ def change_rows(changes: Iterable[ContainerChange], now: datetime | None = None)
                 "rollout_from_pod": change.previous.pod.name if change.previous else None,
                 "verdict": effect.verdict,
                 "window_seconds": effect.window_seconds,
-                "before_throttle_ratio": _round(before.throttle_ratio, 4),
-                "after_throttle_ratio": _round(after.throttle_ratio, 4),
-                "before_throttled_seconds_per_second": _round(before.throttled_seconds_per_second, 4),
-                "after_throttled_seconds_per_second": _round(after.throttled_seconds_per_second, 4),
-                "before_usage_p95_mcpu": _round(before.usage_p95_mcpu, 1),
-                "after_usage_p95_mcpu": _round(after.usage_p95_mcpu, 1),
-                "before_pressure_waiting_per_second": _round(before.pressure_waiting_per_second, 4),
-                "after_pressure_waiting_per_second": _round(after.pressure_waiting_per_second, 4),
+                "before_throttle_ratio": round_figure(before.throttle_ratio, 4),
+                "after_throttle_ratio": round_figure(after.throttle_ratio, 4),
+                "before_throttled_seconds_per_second": round_figure(before.throttled_seconds_per_second, 4),
+                "after_throttled_seconds_per_second": round_figure(after.throttled_seconds_per_second, 4),
+                "before_usage_p95_mcpu": round_figure(before.usage_p95_mcpu, 1),
+                "after_usage_p95_mcpu": round_figure(after.usage_p95_mcpu, 1),
+                "before_pressure_waiting_per_second": round_figure(before.pressure_waiting_per_second, 4),
+                "after_pressure_waiting_per_second": round_figure(after.pressure_waiting_per_second, 4),
                 "before_periods": before.periods,
                 "after_periods": after.periods,
-                "p_value": _round(effect.comparison.p_value, 6) if effect.comparison else None,
+                "p_value": round_figure(effect.comparison.p_value, 6) if effect.comparison else None,
                 "note": effect.note,
                 **_advice_fields(change, effect),
             }

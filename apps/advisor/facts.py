@@ -194,6 +194,11 @@ def usage_typical_mcpu(window: WindowSummary) -> tuple[float | None, str]:
     return None, ""
 
 
+def round_figure(value: float | None, digits: int) -> float | None:
+    """A figure rounded for rows and pages; None (unknown) stays None, never 0."""
+    return None if value is None else round(value, digits)
+
+
 def sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 

@@ -17,6 +17,7 @@ from apps.clusters.models import POD_CGROUP, Cluster, Container, Pod
 from apps.telemetry.models import BurstReading
 
 from .explain import explain_paragraphs
+from .facts import round_figure
 from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
 from .pod_quota import PodQuota, judge_pod_quota
@@ -260,10 +261,10 @@ def report_row(finding: Finding) -> dict[str, Any]:
         "shares_floor_mcpu": finding.shares_floor_mcpu,
         "quota_ceiling_mcpu": finding.quota_ceiling_mcpu,
         "period_us": finding.period_us,
-        "usage_avg_mcpu": _round(finding.usage_avg_mcpu, 1),
-        "usage_p95_mcpu": _round(finding.usage_p95_mcpu, 1),
-        "throttle_ratio": _round(finding.throttle_ratio, 4),
-        "throttled_seconds_per_second": _round(finding.throttled_seconds_per_second, 4),
+        "usage_avg_mcpu": round_figure(finding.usage_avg_mcpu, 1),
+        "usage_p95_mcpu": round_figure(finding.usage_p95_mcpu, 1),
+        "throttle_ratio": round_figure(finding.throttle_ratio, 4),
+        "throttled_seconds_per_second": round_figure(finding.throttled_seconds_per_second, 4),
         "periods": finding.periods,
         "throttled_periods": finding.throttled_periods,
         "threads": finding.threads,
@@ -273,15 +274,15 @@ def report_row(finding: Finding) -> dict[str, Any]:
         "window_end": finding.window_end,
         # In contract key order: PostgreSQL's jsonb gives keys back in its own order.
         "recommendations": [{key: rec.get(key) for key in RECOMMENDATION_KEYS} for rec in finding.recommendations],
-        "pressure_waiting_per_second": _round(pressure.waiting_per_second, 4),
-        "pressure_stalled_per_second": _round(pressure.stalled_per_second, 4),
+        "pressure_waiting_per_second": round_figure(pressure.waiting_per_second, 4),
+        "pressure_stalled_per_second": round_figure(pressure.stalled_per_second, 4),
         "pressure_status": pressure.status,
-        "cpu_pressure_waiting_seconds_per_second": _round(pressure.waiting_per_second, 4),
-        "cpu_pressure_stalled_seconds_per_second": _round(pressure.stalled_per_second, 4),
+        "cpu_pressure_waiting_seconds_per_second": round_figure(pressure.waiting_per_second, 4),
+        "cpu_pressure_stalled_seconds_per_second": round_figure(pressure.stalled_per_second, 4),
         "pod_limit_mcpu": pod.limit_mcpu,
         "image": container.image or None,
         "runtime": guess_runtime(container.image, dict(env_pairs(container.cpu_env))).runtime,
-        "pod_throttle_ratio": _round(finding.pod_throttle_ratio, 4),
+        "pod_throttle_ratio": round_figure(finding.pod_throttle_ratio, 4),
     }
 
 
@@ -330,10 +331,6 @@ def recommendation_rows(rows: Iterable[Finding]) -> Iterator[dict[str, Any]]:
                 "pressure_status": base["pressure_status"],
                 "suggested_pod_limit_mcpu": rec.get("suggested_pod_limit_mcpu"),
             }
-
-
-def _round(value: float | None, digits: int) -> float | None:
-    return None if value is None else round(value, digits)
 
 
 def _number(value: float | None) -> float | int | None:

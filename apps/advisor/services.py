@@ -11,7 +11,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from django.conf import settings
@@ -26,7 +26,7 @@ from apps.clusters.models import POD_CGROUP, Cluster, Container, Node
 from apps.db import analyze_tables, copy_rows
 from apps.telemetry.periods import period_sample_rows
 from apps.telemetry.rollups import rollup_hours
-from apps.telemetry.selectors import latest_sample_rows, rollup_rows, sample_rows
+from apps.telemetry.selectors import aware, latest_sample_rows, rollup_rows, sample_rows
 
 from .advice_followed import note_followed_advice, settle_followed_advice
 from .cfs import SharesFloor, container_shares_floor, quota_ceiling_mcpu, shares_floor, weighted_pod_floors
@@ -360,10 +360,10 @@ def summaries_of(
     if window == Window.HOUR:
         rows_by: dict[int, list[SampleRow]] = defaultdict(list)
         for cid, ts, *rest in sample_rows(ids, start, end):
-            rows_by[cid].append(SampleRow(_aware(ts), *rest))
+            rows_by[cid].append(SampleRow(aware(ts), *rest))
         # A container without a sample in the window shows its latest one's lifetime totals (seen once, or idle).
         for cid, ts, *rest in latest_sample_rows([cid for cid in ids if cid not in rows_by], start):
-            rows_by[cid].append(SampleRow(_aware(ts), *rest))
+            rows_by[cid].append(SampleRow(aware(ts), *rest))
         interval = float(settings.CPUTUNE_COLLECT_INTERVAL)
         for cid, rows in rows_by.items():
             inside = rows[0].ts > start
@@ -395,7 +395,7 @@ def summaries_of(
         ) in rollup_rows(chunk, first_hour):
             rollups_by[cid].append(
                 RollupRow(
-                    _aware(hour),
+                    aware(hour),
                     covered,
                     samples,
                     periods,
@@ -620,10 +620,6 @@ def _empty_window(start: datetime, end: datetime) -> WindowSummary:
         samples=0,
         covered_seconds=None,
     )
-
-
-def _aware(ts: datetime) -> datetime:
-    return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
 
 
 def _chunks(items: list[int], size: int) -> Iterable[list[int]]:

@@ -15,7 +15,7 @@ from django.core.paginator import Paginator
 from django.http import Http404
 from django.utils import timezone
 
-from apps.advisor.changes import VERDICT_WORDS, change_rows, change_words, changes_of, changes_on
+from apps.advisor.changes import VERDICT_WORDS, change_rows, change_value, change_words, changes_of, changes_on
 from apps.advisor.selectors import finding_pressure, findings, recommendation_rows
 from apps.advisor.snippets import in_place_resize, resource_change
 from apps.advisor.vocabulary import RECOMMENDATION_KINDS
@@ -89,10 +89,13 @@ def _change_marks(container_ids: list[int], since: datetime, until: datetime) ->
     for change, row in zip(changes, change_rows(changes), strict=True):
         # Plotly reads annotation text as HTML: a name from the cluster (an image) is escaped.
         words = html.escape(change_words(row), quote=False)
+        kind = row["kind"]
         value = (
-            f" {row['before'] or 'none'}m → {row['after'] or 'none'}m" if row["kind"] in ("limit", "request") else ""
+            f" {change_value(kind, row['before'])} → {change_value(kind, row['after'])}"
+            if kind in ("limit", "request")
+            else ""
         )
-        label = html.escape(f"{row['kind']}{value}, {VERDICT_WORDS[row['verdict']]}", quote=False)
+        label = html.escape(f"{kind}{value}, {VERDICT_WORDS[row['verdict']]}", quote=False)
         marks.setdefault(change.container_id, []).append(charts.ChangeMark(row["seen_at"], label, words))
     return marks
 

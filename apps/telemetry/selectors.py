@@ -75,7 +75,7 @@ def container_series(
                 continue
             out[cid].append(
                 SeriesPoint(
-                    ts=_aware(ts),
+                    ts=aware(ts),
                     usage_mcpu=None if usage_s is None else usage_s / interval_s * 1000.0,
                     usage_p95_mcpu=None,
                     throttle_ratio=throttle_ratio(throttled, periods),
@@ -116,7 +116,7 @@ def container_series(
             continue
         out[cid].append(
             SeriesPoint(
-                ts=_aware(hour),
+                ts=aware(hour),
                 usage_mcpu=None if usage_s is None else usage_s / covered * 1000.0,
                 usage_p95_mcpu=p95,
                 throttle_ratio=throttle_ratio(throttled, periods),
@@ -131,7 +131,8 @@ def container_series(
     return "hourly", dict(out)
 
 
-def _aware(ts: datetime) -> datetime:
+def aware(ts: datetime) -> datetime:
+    """A timestamp read back from the database, UTC-aware (SQLite hands back naive ones)."""
     return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
 
 
