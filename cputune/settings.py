@@ -321,6 +321,8 @@ CPUTUNE_NODE_TIMEOUT = env_int("CPUTUNE_NODE_TIMEOUT", 20, minimum=1)  # seconds
 # Seconds between refreshes of the 24 h and 7 d findings (the 1 h ones follow every collection): with a week of
 # history they read 24 + 168 hourly rollups per container, most of a refresh's time (benchmarks/bench_storage.py).
 CPUTUNE_LONG_WINDOW_REFRESH = env_int("CPUTUNE_LONG_WINDOW_REFRESH", 600, minimum=0)
+# Seconds of samples on each side of a change to judge what it did (docs/domain.md#change-effect).
+CPUTUNE_CHANGE_WINDOW = env_int("CPUTUNE_CHANGE_WINDOW", 3600, minimum=60)
 CPUTUNE_ADMIN_USER = os.environ.get("CPUTUNE_ADMIN_USER", "admin")
 CPUTUNE_LAB_ROOT = os.environ.get("CPUTUNE_LAB_ROOT", "cputune-lab")  # under the cpu controller's mount
 

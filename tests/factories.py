@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from apps.clusters.models import Cluster, SourceKind
+from apps.clusters.change_groups import group_alone
+from apps.clusters.models import Cluster, Container, ContainerChange, SourceKind
 from apps.telemetry.readings import ContainerInfo, CounterReading, NodeInfo, PodInfo
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -12,6 +13,14 @@ T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 def cluster(name: str = "test", source: str = SourceKind.KUBERNETES) -> Cluster:
     return Cluster.objects.create(name=name, source=source)
+
+
+def change(container: Container, kind: str, before: str, after: str, seen_at: datetime) -> ContainerChange:
+    """A change of its own group, as a write that saw only it would record it."""
+    made = ContainerChange.objects.create(container=container, kind=kind, before=before, after=after, seen_at=seen_at)
+    group_alone([made.pk])
+    made.refresh_from_db()
+    return made
 
 
 def node_info(name: str = "node-a", cpus: int = 8, kernel: str = "5.15.0-1034-aws") -> NodeInfo:

@@ -1,13 +1,16 @@
-"""Was a change our advice? Each change of CPU limit or request is compared, once, with the plan that stood before it
-(docs/domain.md#advice-followed): the same kind of value within one rounding step of the suggestion."""
+"""Was a change our advice? Each change of CPU limit, request or thread count is compared, once, with the plan that
+stood before it (docs/domain.md#advice-followed): the same kind of value within one rounding step of the suggestion;
+for threads, which no advice gives a count of, cut_threads for fewer and add_threads for more."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from django.db.models import F
+
 from apps.clusters.models import Cluster, ContainerChange
 
-from .changes import advice_worked, effect_of, next_changes
+from .changes import advice_worked, effect_of, groups_of, next_changes
 from .facts import Policy
 from .models import ChangeAdvice, Finding, Window
 
@@ -18,29 +21,42 @@ _SUGGESTS = {
 }
 
 
-def followed(change_kind: str, new_value: int | None, plan: list[dict], policy: Policy) -> dict | None:
-    """The piece of `plan` (stored recommendation dicts) that the change carried out, or None."""
-    if change_kind not in _SUGGESTS or new_value is None:
+_THREADS = {True: "cut_threads", False: "add_threads"}  # fewer threads → cut_threads
+
+
+def followed(change_kind: str, before: str, after: str, plan: list[dict], policy: Policy) -> dict | None:
+    """The piece of `plan` (stored recommendation dicts) that the change from `before` to `after` carried out, or
+    None."""
+    if change_kind == ContainerChange.Kind.THREADS:
+        if not (before.isdigit() and after.isdigit()) or before == after:
+            return None
+        wanted = _THREADS[int(after) < int(before)]
+        return next((rec for rec in plan if rec.get("kind") == wanted), None)
+    if change_kind not in _SUGGESTS or not after.isdigit():
         return None
     field, step = _SUGGESTS[ContainerChange.Kind(change_kind)]
     for rec in plan:
         value = rec.get(field)
-        if value is not None and abs(new_value - value) <= getattr(policy, step):
+        if value is not None and abs(int(after) - value) <= getattr(policy, step):
             return rec
     return None
 
 
+_CHECKED = (*_SUGGESTS, ContainerChange.Kind.THREADS)
+
+
 def note_followed_advice(cluster: Cluster, now: datetime, policy: Policy) -> int:
-    """Check the cluster's limit and request changes not checked yet against the 1 h findings that stood before
-    them, before a refresh replaces those findings; returns changes checked."""
-    changes = list(
+    """Check the cluster's changes of limit, request or threads not checked yet (each group once, with every value
+    its lead container changed at once) against the 1 h findings that stood before them, before a refresh replaces
+    those findings; returns changes checked."""
+    leads = list(
         ContainerChange.objects.filter(
-            container__pod__cluster=cluster, kind__in=list(_SUGGESTS), advice__isnull=True
-        ).only("id", "container_id", "previous_id", "kind", "after", "seen_at")
+            container__pod__cluster=cluster, kind__in=_CHECKED, advice__isnull=True, group_id=F("id")
+        ).only("id", "container_id", "previous_id", "kind", "before", "after", "seen_at")
     )
-    if not changes:
+    if not leads:
         return 0
-    sources = {c.previous_id or c.container_id for c in changes}
+    sources = {c.previous_id or c.container_id for c in leads}
     stood = {
         f.container_id: f
         for f in Finding.objects.filter(container_id__in=sources, window=Window.HOUR).only(
@@ -48,16 +64,21 @@ def note_followed_advice(cluster: Cluster, now: datetime, policy: Policy) -> int
         )
     }
     rows = []
-    for change in changes:
+    for group in groups_of(leads):
+        change = group.lead
         finding = stood.get(change.previous_id or change.container_id)
         plan = finding.recommendations if finding is not None and finding.computed_at < change.seen_at else []
-        rec = followed(change.kind, int(change.after) if change.after.isdigit() else None, plan, policy)
-        field = _SUGGESTS[ContainerChange.Kind(change.kind)][0]
+        rec, field = None, ""
+        for candidate in (change, *group.also_changed):
+            rec = followed(candidate.kind, candidate.before, candidate.after, plan, policy)
+            if rec is not None:
+                field = _SUGGESTS[ContainerChange.Kind(candidate.kind)][0] if candidate.kind in _SUGGESTS else ""
+                break
         rows.append(
             ChangeAdvice(
                 change=change,
                 kind=rec["kind"] if rec else "",
-                suggested_mcpu=rec.get(field) if rec else None,
+                suggested_mcpu=rec.get(field) if rec and field else None,
                 expected_throttle_ratio_max=rec.get("expected_throttle_ratio_max") if rec else None,
                 checked_at=now,
             )
@@ -76,10 +97,11 @@ def settle_followed_advice(cluster: Cluster, now: datetime) -> int:
     )
     if not pending:
         return 0
-    following = next_changes([a.change for a in pending])
+    groups = groups_of(a.change for a in pending)
+    following = next_changes(groups)
     settled = []
-    for advice in pending:
-        effect = effect_of(advice.change, now, following.get(advice.change_id))
+    for advice, group in zip(pending, groups, strict=True):
+        effect = effect_of(group, now, following.get(advice.change_id))
         if effect.verdict in ("too_early", "no_data"):
             continue
         advice.verdict = effect.verdict

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from statistics import median
 from typing import Literal
 
 from scipy.stats import mannwhitneyu
@@ -68,6 +70,15 @@ def judge_effect(
     """The verdict on a change from its two windows: "too_early" until the after-window is as long as the before one
     and has `min_periods` periods; "no_data" without periods before; else improved / worse when the per-sample ratios
     differ at SIGNIFICANCE, no_clear_change otherwise."""
+    if before.lifetime:
+        return Effect(
+            "no_data",
+            before,
+            after,
+            window_seconds,
+            None,
+            "before the change, only counters since the container started (one reading): no window to compare",
+        )
     if not before.periods or before.periods < min_periods or len(before_ratios) < MIN_SAMPLES:
         return Effect("no_data", before, after, window_seconds, None, "too few periods before the change to compare")
     if after_elapsed_seconds < window_seconds or (after.periods or 0) < min_periods or len(after_ratios) < MIN_SAMPLES:
@@ -101,3 +112,43 @@ def judge_effect(
         f"per-sample throttle ratios {'lower' if verdict == 'improved' else 'higher'} after (Mann-Whitney p = "
         f"{comparison.p_value:.2g})",
     )
+
+
+# A thread count's new level (docs/domain.md#thread-changes): THREADS_AFTER readings in a row all beyond the band of
+# the THREADS_BEFORE readings before them (at least THREADS_BEFORE_MIN), by more than the noise allowance.
+THREADS_BEFORE = 15
+THREADS_BEFORE_MIN = 5
+THREADS_AFTER = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadChange:
+    since: datetime  # the last reading at the old level
+    at: datetime  # the first at the new one
+    before: int  # the median of the readings before, and of the first ones after
+    after: int
+
+
+def thread_noise(level: float) -> float:
+    """How far a thread count may wander around its level and still be that level: 2 threads or a quarter of it."""
+    return max(2.0, 0.25 * level)
+
+
+def thread_level_change(readings: Sequence[tuple[datetime, int | None]]) -> ThreadChange | None:
+    """The first new level of a thread count in `readings` ((instant, threads), oldest first; None or 0: not
+    read): THREADS_AFTER readings in a row all above the highest of the readings before them plus thread_noise of
+    their median, or all below the lowest minus it. None when the count held its level."""
+    counted = [(ts, n) for ts, n in readings if n]
+    if len(counted) < THREADS_BEFORE_MIN + THREADS_AFTER:
+        return None
+    values = [n for _, n in counted]
+    low, high = min(values), max(values)
+    if high - low <= thread_noise(low):  # most containers: no reading differs enough from another
+        return None
+    for i in range(THREADS_BEFORE_MIN, len(values) - THREADS_AFTER + 1):
+        before = values[max(0, i - THREADS_BEFORE) : i]
+        after = values[i : i + THREADS_AFTER]
+        noise = thread_noise(median(before))
+        if min(after) > max(before) + noise or max(after) < min(before) - noise:
+            return ThreadChange(counted[i - 1][0], counted[i][0], round(median(before)), round(median(after)))
+    return None

@@ -21,8 +21,9 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from apps.clusters.cgroup_scheme import weight_formula
+from apps.clusters.changes import record_thread_changes
 from apps.clusters.kubelet import DEFAULT_PERIOD_US, quota_us_from_limit_mcpu, shares_from_request_mcpu
-from apps.clusters.models import POD_CGROUP, Cluster, Container, Node
+from apps.clusters.models import POD_CGROUP, Cluster, Container, ContainerChange, Node
 from apps.db import analyze_tables, copy_rows
 from apps.telemetry.periods import period_sample_rows
 from apps.telemetry.rollups import rollup_hours
@@ -30,6 +31,7 @@ from apps.telemetry.selectors import aware, latest_sample_rows, rollup_rows, sam
 
 from .advice_followed import note_followed_advice, settle_followed_advice
 from .cfs import SharesFloor, container_shares_floor, quota_ceiling_mcpu, shares_floor, weighted_pod_floors
+from .change_effect import thread_level_change
 from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
 from .pod_quota import pod_ceiling
@@ -169,7 +171,12 @@ def refresh_part(
             periods: dict[int, int | None] = {cid: st.facts.period_us for cid, st in current.items()}
             # The pods' own cgroups in the same read: their window is the pod-level quota's (raise_pod_limit).
             periods |= dict(pod_cgroups[st.pod_id] for st in current.values() if st.pod_id in pod_cgroups)
-            summaries = summaries_of(periods, window, start, now)
+            if window == Window.HOUR:
+                rows_by = hour_rows(list(periods), start, now)
+                summaries = summarize_hour(periods, rows_by, start, now)
+                record_thread_levels(rows_by, current)  # from the samples just read: the series' own changes
+            else:
+                summaries = summaries_of(periods, window, start, now)
             per_period = _period_evidence(current, start, now)
             rows = []
             for container_id, static in current.items():
@@ -350,6 +357,56 @@ def _static_facts(cluster: Cluster, since: datetime, part: RefreshPart | None = 
         yield statics
 
 
+def hour_rows(ids: list[int], start: datetime, end: datetime) -> dict[int, list[SampleRow]]:
+    """Each container's samples in (start, end], oldest first; a container without one there has its latest sample
+    before (its lifetime totals: seen once, or idle)."""
+    rows_by: dict[int, list[SampleRow]] = defaultdict(list)
+    for cid, ts, *rest in sample_rows(ids, start, end):
+        rows_by[cid].append(SampleRow(aware(ts), *rest))
+    for cid, ts, *rest in latest_sample_rows([cid for cid in ids if cid not in rows_by], start):
+        rows_by[cid].append(SampleRow(aware(ts), *rest))
+    return rows_by
+
+
+def summarize_hour(
+    period_us: dict[int, int | None], rows_by: dict[int, list[SampleRow]], start: datetime, end: datetime
+) -> dict[int, WindowSummary]:
+    """The 1 h window's summary of each container from hour_rows (lifetime figures where that is all there is)."""
+    interval = float(settings.CPUTUNE_COLLECT_INTERVAL)
+    out = {}
+    for cid, rows in rows_by.items():
+        inside = rows[0].ts > start
+        out[cid] = summarize_window(
+            rows, start if inside else rows[-1].ts - timedelta(seconds=1), end, interval, period_us=period_us[cid]
+        )
+    return out
+
+
+def record_thread_levels(rows_by: dict[int, list[SampleRow]], container_ids: Iterable[int]) -> int:
+    """Record each container's thread count settling at a new level in its 1 h samples (docs/domain.md#thread-changes),
+    looking only after the level recorded last; returns changes recorded."""
+    candidates = {
+        cid: rows
+        for cid in container_ids
+        if (rows := rows_by.get(cid)) and thread_level_change([(r.ts, r.threads) for r in rows]) is not None
+    }
+    if not candidates:
+        return 0
+    recorded = dict(
+        ContainerChange.objects.filter(container_id__in=list(candidates), kind=ContainerChange.Kind.THREADS)
+        .values("container_id")
+        .annotate(last=Max("seen_at"))
+        .values_list("container_id", "last")
+    )
+    found = []
+    for cid, rows in candidates.items():
+        last = recorded.get(cid)
+        change = thread_level_change([(r.ts, r.threads) for r in rows if last is None or r.ts >= last])
+        if change is not None:
+            found.append((cid, change.since, change.at, change.before, change.after))
+    return record_thread_changes(found)
+
+
 def summaries_of(
     period_us: dict[int, int | None], window: str, start: datetime, end: datetime
 ) -> dict[int, WindowSummary]:
@@ -358,23 +415,7 @@ def summaries_of(
     ids = list(period_us)
     out: dict[int, WindowSummary] = {}
     if window == Window.HOUR:
-        rows_by: dict[int, list[SampleRow]] = defaultdict(list)
-        for cid, ts, *rest in sample_rows(ids, start, end):
-            rows_by[cid].append(SampleRow(aware(ts), *rest))
-        # A container without a sample in the window shows its latest one's lifetime totals (seen once, or idle).
-        for cid, ts, *rest in latest_sample_rows([cid for cid in ids if cid not in rows_by], start):
-            rows_by[cid].append(SampleRow(aware(ts), *rest))
-        interval = float(settings.CPUTUNE_COLLECT_INTERVAL)
-        for cid, rows in rows_by.items():
-            inside = rows[0].ts > start
-            out[cid] = summarize_window(
-                rows,
-                start if inside else rows[-1].ts - timedelta(seconds=1),
-                end,
-                interval,
-                period_us=period_us[cid],
-            )
-        return out
+        return summarize_hour(period_us, hour_rows(ids, start, end), start, end)
     rollups_by: dict[int, list[RollupRow]] = defaultdict(list)
     first_hour = start.replace(minute=0, second=0, microsecond=0)
     for chunk in _chunks(ids, 2000):

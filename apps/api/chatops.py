@@ -183,6 +183,9 @@ def change_line(row: dict[str, Any]) -> str:
 
 
 def _change_who(row: dict[str, Any]) -> str:
+    # A rollout over several pods is the workload's change.
+    if row["pods"] > 1 and row["workload_name"]:
+        return f"{row['workload_kind']} {row['workload_name']}/{row['container']}"
     return f"{row['pod']}/{row['container']}"
 
 

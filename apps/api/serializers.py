@@ -419,6 +419,12 @@ class ChangesQuerySerializer(serializers.Serializer):
         return {"since": since}
 
 
+class AlsoChangedSerializer(serializers.Serializer):
+    kind = _choice(CHANGE_KINDS)
+    before = serializers.CharField(allow_null=True)
+    after = serializers.CharField(allow_null=True)
+
+
 class ChangeRowSerializer(serializers.Serializer):
     """A change the inventory saw on a container and what it did (advisor.changes.change_rows): CPU in millicores,
     ratios 0-1, times in seconds; unknown = null."""
@@ -429,7 +435,7 @@ class ChangeRowSerializer(serializers.Serializer):
     workload_name = serializers.CharField(allow_null=True)
     pod = serializers.CharField()
     container = serializers.CharField()
-    kind = _choice(CHANGE_KINDS, help_text="limit, request, image, restart, node or kernel.")
+    kind = _choice(CHANGE_KINDS, help_text="limit, request, image, restart, node, kernel or threads.")
     before = serializers.CharField(allow_null=True, help_text="The value before (millicores for limit and request).")
     after = serializers.CharField(allow_null=True, help_text="The value after; null: none (a limit dropped).")
     seen_at = serializers.DateTimeField(help_text="The inventory that saw it: it happened at most one cycle before.")
@@ -457,6 +463,15 @@ class ChangeRowSerializer(serializers.Serializer):
     expected_throttle_ratio_max = NumberField(allow_null=True, help_text="What that advice said the ratio would be.")
     advice_worked = serializers.BooleanField(
         allow_null=True, help_text="Improved, and at or under the expected ratio; null until the verdict is in."
+    )
+    change_id = serializers.IntegerField(help_text="The change's id: the same change keeps it from call to call.")
+    pods = serializers.IntegerField(help_text="Pods the change covers: more than 1 for a rollout over a workload.")
+    also_changed = AlsoChangedSerializer(
+        many=True,
+        help_text="The other values the same container changed at once (a resize's request beside its limit).",
+    )
+    seen_until = serializers.DateTimeField(
+        help_text="When the change's last pod was seen (a rollout over several collections); else seen_at."
     )
 
 

@@ -8,8 +8,10 @@ load tables). The rules are one list, `CHANGE_RULES`, that both follow:
 - node: both nodes known and different (the pod was replaced on another node under the same name).
 
 A node that reports another kernel than the stored one gives a `kernel` change on each container it runs
-(`record_kernel_changes`). A rollout gives new pods, not changed ones: a new pod of a workload is compared with the workload's earlier pods
-(`record_rollout_changes`, the same limit, request and image rules).
+(`record_kernel_changes`). A rollout gives new pods, not changed ones: a new pod of a workload is compared with the
+workload's earlier pods (`record_rollout_changes`, the same limit, request and image rules), and a new pod like the
+rollout's others while it goes on is one more pod of it. A thread count's new level is found by the refresh in the
+series (`record_thread_changes`). Each write ends by grouping what it recorded (change_groups.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
+from .change_groups import TEMPLATE_KINDS, group_alone, group_changes, open_rollouts
 from .info import ContainerInfo, NodeInfo, PodInfo
 from .models import Cluster, Container, ContainerChange, Node, Pod
 
@@ -40,8 +43,8 @@ CHANGE_RULES = {
 }
 
 RECORD_CHANGES_SQL = f"""
-INSERT INTO clusters_containerchange (container_id, seen_at, kind, before, after)
-SELECT c.id, %(now)s, k.kind, k.before, k.after
+INSERT INTO clusters_containerchange (container_id, seen_at, since, kind, before, after)
+SELECT c.id, %(now)s, p.last_seen, k.kind, k.before, k.after
 FROM container_load l
 JOIN pod_load pl ON pl.namespace = l.namespace AND pl.name = l.pod
 JOIN clusters_pod p ON p.cluster_id = %(cluster)s AND p.namespace = l.namespace AND p.name = l.pod
@@ -52,6 +55,7 @@ CROSS JOIN LATERAL (VALUES {", ".join(f"('{kind}', {b}, {a}, {changed})" for kin
     AS k(kind, before, after, changed)
 WHERE k.changed
 ORDER BY c.id, k.kind
+ON CONFLICT DO NOTHING
 """  # noqa: S608 — the SQL comes from this module's constants, never from input
 
 
@@ -59,11 +63,12 @@ def _text(value: int | str | None) -> str:
     return "" if value is None else str(value)
 
 
-_Stored = tuple[int, int | None, int | None, str, int, str | None]  # id, request, limit, image, restarts, node
+# id, request, limit, image, restarts, node, when the pod was seen before
+_Stored = tuple[int, int | None, int | None, str, int, str | None, datetime | None]
 
 
 def _changes(stored: _Stored, incoming_container: ContainerInfo, incoming_node: str) -> Iterable[tuple[str, str, str]]:
-    _, request, limit, image, restarts, node = stored
+    _, request, limit, image, restarts, node, _ = stored
     if limit != incoming_container.limit_mcpu:
         yield Kind.LIMIT, _text(limit), _text(incoming_container.limit_mcpu)
     if request != incoming_container.request_mcpu:
@@ -84,10 +89,10 @@ def record_changes(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, kno
     rows = Container.objects.filter(
         pod__cluster=cluster, pod__name__in={name for _, name in by_key}
     ).values_list("pod__namespace", "pod__name", "name", "id", "request_mcpu", "limit_mcpu", "image", "restarts",
-                  "pod__node__name")  # fmt: skip
+                  "pod__node__name", "pod__last_seen")  # fmt: skip
     stored: dict[tuple[str, str, str], _Stored] = {
-        (ns, pod, name): (cid, request, limit, image, restarts, node)
-        for ns, pod, name, cid, request, limit, image, restarts, node in rows
+        (ns, pod, name): (cid, request, limit, image, restarts, node, seen)
+        for ns, pod, name, cid, request, limit, image, restarts, node, seen in rows
     }
     changes = []
     for key, pod in by_key.items():
@@ -98,9 +103,11 @@ def record_changes(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, kno
                 continue
             for kind, before, after in _changes(values, container, node):
                 changes.append(
-                    ContainerChange(container_id=values[0], seen_at=now, kind=kind, before=before, after=after)
+                    ContainerChange(
+                        container_id=values[0], seen_at=now, since=values[6], kind=kind, before=before, after=after
+                    )
                 )
-    ContainerChange.objects.bulk_create(changes, batch_size=2000)
+    ContainerChange.objects.bulk_create(changes, batch_size=2000, ignore_conflicts=True)
     return len(changes)
 
 
@@ -121,8 +128,9 @@ def new_pod_keys(cluster: Cluster, pods: Sequence[PodInfo]) -> set[tuple[str, st
 def record_rollout_changes(cluster: Cluster, new_pods: Sequence[PodInfo], now: datetime) -> int:
     """New pods of a workload whose earlier pods ran a container of the same name with another applied limit or
     request, or another image: the workload's template changed. Each is recorded on the new container, `previous`
-    being the earlier pod's container seen last. Called after the upsert (the new containers have ids); returns
-    changes recorded."""
+    being the earlier pod's container seen last. A new pod like its earlier pods while the workload's rollout goes on
+    (change_groups.open_rollouts), with that rollout's values, is one more pod of it: it gets the rollout's changes.
+    Called after the upsert (the new containers have ids); returns changes recorded."""
     workloads = {
         (p.namespace, p.workload_kind, p.workload_name) for p in new_pods if p.workload_kind and p.workload_name
     }
@@ -146,39 +154,77 @@ def record_rollout_changes(cluster: Cluster, new_pods: Sequence[PodInfo], now: d
             created[(ns, pod_name, name)] = row_id
         elif (ns, kind, workload) in workloads:
             earlier[(ns, kind, workload, name)] = (row_id, request, limit, image)  # the one seen last wins
-    changes = []
+    changes: list[ContainerChange] = []
+    alike: list[tuple[int, ContainerInfo, tuple[str, str, str, str]]] = []  # new containers like the earlier ones
     for new_pod in new_pods:
         for container in new_pod.containers:
-            before = earlier.get((new_pod.namespace, new_pod.workload_kind, new_pod.workload_name, container.name))
+            key = (new_pod.namespace, new_pod.workload_kind, new_pod.workload_name, container.name)
+            before = earlier.get(key)
             cid = created.get((new_pod.namespace, new_pod.name, container.name))
             if before is None or cid is None:
                 continue
             previous, request, limit, image = before
-            stored: _Stored = (previous, request, limit, image, container.restarts, None)
-            for kind, old, new in _changes(stored, container, ""):
-                changes.append(
-                    ContainerChange(
-                        container_id=cid, previous_id=previous, seen_at=now, kind=kind, before=old, after=new
-                    )
-                )
-    ContainerChange.objects.bulk_create(changes, batch_size=2000)
+            stored: _Stored = (previous, request, limit, image, container.restarts, None, None)
+            found = [
+                ContainerChange(container_id=cid, previous_id=previous, seen_at=now, kind=kind, before=old, after=new)
+                for kind, old, new in _changes(stored, container, "")
+            ]
+            changes += found
+            if not found:
+                alike.append((cid, container, key))
+    changes += _rollout_members(cluster, alike, now)
+    ContainerChange.objects.bulk_create(changes, batch_size=2000, ignore_conflicts=True)
     return len(changes)
 
 
-def stored_kernels(cluster: Cluster, nodes: Sequence[NodeInfo]) -> dict[str, tuple[int, str]]:
-    """name → (id, kernel version) of the stored nodes among `nodes` that report a kernel (asked before the upsert)."""
+def _rollout_members(
+    cluster: Cluster, alike: list[tuple[int, ContainerInfo, tuple[str, str, str, str]]], now: datetime
+) -> list[ContainerChange]:
+    """The rollout's changes on each new container that runs what a rollout going on put in place."""
+    rollouts = open_rollouts(cluster, {key for _, _, key in alike}, now)
+    members = []
+    for cid, container, key in alike:
+        rollout = rollouts.get(key)
+        if rollout is None:
+            continue
+        values = {
+            Kind.LIMIT: _text(container.limit_mcpu),
+            Kind.REQUEST: _text(container.request_mcpu),
+            Kind.IMAGE: container.image or "",
+        }
+        if all(kind in TEMPLATE_KINDS and values[Kind(kind)] == after for kind, _, after in rollout.transitions):
+            members += [
+                ContainerChange(
+                    container_id=cid, previous_id=rollout.previous_id, seen_at=now, kind=kind, before=old, after=new
+                )
+                for kind, old, new in rollout.transitions
+            ]
+    return members
+
+
+_StoredNode = tuple[int, str, datetime | None]  # id, kernel version, when the node was seen before
+
+
+def stored_kernels(cluster: Cluster, nodes: Sequence[NodeInfo]) -> dict[str, _StoredNode]:
+    """name → (id, kernel version, last seen) of the stored nodes among `nodes` that report a kernel (asked before the
+    upsert)."""
     names = [n.name for n in nodes if n.kernel_version]
     if not names:
         return {}
     rows = Node.objects.filter(cluster=cluster, name__in=names).exclude(kernel_version="")
-    return {name: (pk, kernel) for name, pk, kernel in rows.values_list("name", "id", "kernel_version")}
+    return {
+        name: (pk, kernel, seen)
+        for name, pk, kernel, seen in rows.values_list("name", "id", "kernel_version", "last_seen")
+    }
 
 
-def record_kernel_changes(stored: dict[str, tuple[int, str]], nodes: Sequence[NodeInfo], now: datetime) -> int:
+def record_kernel_changes(
+    cluster: Cluster, stored: dict[str, _StoredNode], nodes: Sequence[NodeInfo], now: datetime
+) -> int:
     """A node that reports another kernel than the stored one: a `kernel` change on every container it runs (each
     one's effect is its own). Returns changes recorded."""
     changed = {
-        stored[n.name][0]: (stored[n.name][1], n.kernel_version)
+        stored[n.name][0]: (stored[n.name][1], n.kernel_version, stored[n.name][2])
         for n in nodes
         if n.kernel_version and n.name in stored and stored[n.name][1] != n.kernel_version
     }
@@ -187,9 +233,37 @@ def record_kernel_changes(stored: dict[str, tuple[int, str]], nodes: Sequence[No
     rows = Container.objects.filter(pod__node_id__in=list(changed)).values_list("id", "pod__node_id")
     changes = [
         ContainerChange(
-            container_id=cid, seen_at=now, kind=Kind.KERNEL, before=changed[node][0], after=changed[node][1]
+            container_id=cid,
+            seen_at=now,
+            since=changed[node][2],
+            kind=Kind.KERNEL,
+            before=changed[node][0],
+            after=changed[node][1],
         )
         for cid, node in rows
     ]
-    ContainerChange.objects.bulk_create(changes, batch_size=2000)
+    ContainerChange.objects.bulk_create(changes, batch_size=2000, ignore_conflicts=True)
+    group_changes(cluster, now)
     return len(changes)
+
+
+def record_thread_changes(found: Sequence[tuple[int, datetime, datetime, int, int]]) -> int:
+    """Thread counts settled at a new level, as the refresh found them in the series: (container id, since, seen
+    at, before, after) each, the instant being the first sample at the new level and `since` the sample before.
+    A level recorded already is not recorded again. Returns changes recorded."""
+    if not found:
+        return 0
+    made = ContainerChange.objects.bulk_create(
+        [
+            ContainerChange(
+                container_id=cid, since=since, seen_at=at, kind=Kind.THREADS, before=str(old), after=str(new)
+            )
+            for cid, since, at, old, new in found
+        ],
+        ignore_conflicts=True,
+    )
+    fresh = ContainerChange.objects.filter(
+        container_id__in={cid for cid, *_ in found}, kind=Kind.THREADS, group__isnull=True
+    ).values_list("id", flat=True)
+    group_alone(list(fresh))
+    return len(made)

@@ -17,6 +17,7 @@ from psycopg.types.json import Jsonb
 
 from apps.db import analyze_tables, copy_rows
 
+from .change_groups import group_changes
 from .changes import (
     RECORD_CHANGES_SQL,
     new_pod_keys,
@@ -119,7 +120,7 @@ def upsert_nodes(
     kernels = stored_kernels(cluster, nodes)  # before they are replaced
     if method == "sql":
         _upsert_nodes_in_sql(cluster, nodes, now)
-        record_kernel_changes(kernels, nodes, now)
+        record_kernel_changes(cluster, kernels, nodes, now)
         return dict(Node.objects.filter(cluster=cluster).values_list("name", "id"))
     existing = {n.name: n for n in Node.objects.filter(cluster=cluster, name__in=[n.name for n in nodes])}
     to_create: list[Node] = []
@@ -135,7 +136,7 @@ def upsert_nodes(
     Node.objects.bulk_create(to_create)
     if to_update:
         Node.objects.bulk_update(to_update, [*_NODE_REPORTED, "last_seen"], batch_size=1000)
-    record_kernel_changes(kernels, nodes, now)
+    record_kernel_changes(cluster, kernels, nodes, now)
     return dict(Node.objects.filter(cluster=cluster).values_list("name", "id"))
 
 
@@ -209,6 +210,7 @@ def upsert_pods(
             record_changes(cluster, chunk, now, node_ids)  # against the stored rows, before they are replaced
             _upsert_pod_chunk(cluster, chunk, now, node_ids)
     record_rollout_changes(cluster, [p for p in pods if (p.namespace, p.name) in new], now)
+    group_changes(cluster, now)
     analyze_tables("clusters_node", "clusters_pod", "clusters_container")
     return len(pods)
 

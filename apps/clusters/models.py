@@ -171,10 +171,16 @@ class Container(models.Model):
 class ContainerChange(models.Model):
     """A change the inventory saw on a stored container: its applied CPU limit or request (an in-place resize counts
     when the status applies it), its image, a restart, its pod moving to another node, or its node's kernel
-    (recorded on every container the node runs); or, for a new pod of a
-    workload, a limit, request or image unlike its earlier pods' (a rollout; `previous` is that earlier container).
-    Recorded when the next inventory differs from the stored one, at that inventory's time: the change happened at
-    most one collection before `seen_at`. Otherwise a container seen for the first time has no change."""
+    (recorded on every container the node runs); or, for a new pod of a workload, a limit, request or image unlike
+    its earlier pods' (a rollout; `previous` is that earlier container). The refresh adds one more kind from the
+    series: the thread count settling at a new level (`threads`).
+    Recorded when the next inventory differs from the stored one, at that inventory's time: the change happened
+    after `since` (the inventory before; None: one collection interval earlier) and at most at `seen_at`.
+
+    Changes that are one act of an operator form a group (docs/domain.md#change-groups): what one container's
+    inventory shows at once (a resize of limit and request, a new image with its restart), and the pods of one
+    workload that change the same way in a rollout. The group's first change stands for it (`group` is itself);
+    pages, the API and the chat list those only."""
 
     class Kind(models.TextChoices):
         LIMIT = "limit", "CPU limit"
@@ -183,19 +189,30 @@ class ContainerChange(models.Model):
         RESTART = "restart", "restart"
         NODE = "node", "node"
         KERNEL = "kernel", "node's kernel"
+        THREADS = "threads", "thread count"
 
     container = models.ForeignKey(Container, on_delete=models.CASCADE, related_name="changes")
     # A rollout: the workload's earlier pod whose container ran the values before (its series is the "before").
     previous = models.ForeignKey(Container, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     seen_at = models.DateTimeField()
+    since = models.DateTimeField(null=True, blank=True)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     # As the inventory stores them: millicores, the image reference, the restart count, the node's name; "" = none.
     before = models.CharField(max_length=500, blank=True)
     after = models.CharField(max_length=500, blank=True)
+    # The change that stands for this one's group (itself for that one); None only until grouped, in the same
+    # inventory write (apps/clusters/change_groups.py).
+    group = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="members")
 
     class Meta:
         ordering = ["seen_at", "container", "kind"]
-        indexes = [models.Index(fields=["container", "seen_at"], name="change_by_container")]
+        indexes = [
+            models.Index(fields=["container", "seen_at"], name="change_by_container"),
+            models.Index(fields=["seen_at"], name="change_by_time"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["container", "kind", "seen_at"], name="change_once_per_instant"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.container} {self.kind} {self.before or 'none'} → {self.after or 'none'} @ {self.seen_at:%F %T}"

@@ -11,11 +11,12 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.utils import timezone
 
-from apps.advisor.changes import VERDICT_WORDS, change_rows, change_value, change_words, changes_of, changes_on
+from apps.advisor.changes import VERDICT_WORDS, change_marks, change_rows, change_words, changes_of, transition_words
 from apps.advisor.selectors import finding_pressure, findings, recommendation_rows
 from apps.advisor.snippets import in_place_resize, resource_change
 from apps.advisor.vocabulary import RECOMMENDATION_KINDS
@@ -79,24 +80,28 @@ def namespace_page(
         "csv_query": csv_query,
         "sees_nodes": visibility.sees_whole_cluster(obj.pk),
         "changes": change_rows(changes_of(obj, namespace, timezone.now() - RECENT_CHANGES)[:RECENT_CHANGES_SHOWN]),
+        "change_window": _duration_words(settings.CPUTUNE_CHANGE_WINDOW),
     }
 
 
+def _duration_words(seconds: int) -> str:
+    """3600 → "hour", 1800 → "30 min", 90 → "90 s": the length of a change's windows in the section's text."""
+    if seconds == 3600:
+        return "hour"
+    return f"{seconds // 60} min" if seconds % 60 == 0 else f"{seconds} s"
+
+
 def _change_marks(container_ids: list[int], since: datetime, until: datetime) -> dict[int, list[charts.ChangeMark]]:
-    """container id → the marks of its changes on the chart's span, each labelled and with its effect to hover."""
+    """container id → the marks of its changes on the chart's span, each labelled and with its group's effect to
+    hover (a rollout's pod shows the rollout's)."""
     marks: dict[int, list[charts.ChangeMark]] = {}
-    changes = list(changes_on(container_ids, since, until))
-    for change, row in zip(changes, change_rows(changes), strict=True):
+    for container_id, seen_at, row in change_marks(container_ids, since, until):
         # Plotly reads annotation text as HTML: a name from the cluster (an image) is escaped.
         words = html.escape(change_words(row), quote=False)
         kind = row["kind"]
-        value = (
-            f" {change_value(kind, row['before'])} → {change_value(kind, row['after'])}"
-            if kind in ("limit", "request")
-            else ""
-        )
-        label = html.escape(f"{kind}{value}, {VERDICT_WORDS[row['verdict']]}", quote=False)
-        marks.setdefault(change.container_id, []).append(charts.ChangeMark(row["seen_at"], label, words))
+        what = transition_words(kind, row["before"], row["after"]) if kind in ("limit", "request", "threads") else kind
+        label = html.escape(f"{what}, {VERDICT_WORDS[row['verdict']]}", quote=False)
+        marks.setdefault(container_id, []).append(charts.ChangeMark(seen_at, label, words))
     return marks
 
 

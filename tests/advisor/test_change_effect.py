@@ -14,6 +14,7 @@ from apps.advisor.changes import change_rows, changes_of
 from apps.clusters.models import Cluster
 from apps.telemetry.ingest import ingest, ingest_readings
 from apps.telemetry.readings import Batch, ContainerInfo, CounterReading, NodeInfo, PodInfo
+from tests import factories as f
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +36,9 @@ def pod(limit: int) -> PodInfo:
 
 
 def history(cluster: Cluster, change_at: datetime, minutes_after: int, ratio_before: float, ratio_after: float) -> None:
-    """One reading a minute for an hour before the change and `minutes_after` after it; 600 periods a minute."""
+    """One reading a minute for an hour before the change and `minutes_after` after it, each 5 s after that minute's
+    inventory (the scrape comes after the pod list); 600 periods a minute. The change happened in the minute before
+    the inventory that saw it (m = 0), so the reading at 0:05 spans it."""
     readings, periods, throttled, usage = [], 0, 0, 0.0
     for m in range(-62, minutes_after + 1):
         # Minute-to-minute noise of ±0.06 around each side's level, as a real workload's ratio varies.
@@ -49,7 +52,7 @@ def history(cluster: Cluster, change_at: datetime, minutes_after: int, ratio_bef
                 namespace="shop",
                 pod="api-0",
                 container="app",
-                ts=change_at + timedelta(minutes=m),
+                ts=change_at + timedelta(minutes=m, seconds=5),
                 periods_total=periods,
                 throttled_periods_total=throttled,
                 throttled_seconds_total=throttled * 0.05,
@@ -67,7 +70,7 @@ def raised(ratio_after: float, minutes_after: int) -> dict:
     change_at = now - timedelta(minutes=minutes_after)
     cluster = Cluster.objects.create(name="c")
     ingest(cluster, Batch(nodes=[NodeInfo(name="n1", capacity_mcpu=4000)], pods=[pod(200)]),
-           now=change_at - timedelta(hours=2))  # fmt: skip
+           now=change_at - timedelta(minutes=1))  # the inventory before: the change came after it  # fmt: skip
     ingest(cluster, Batch(nodes=[NodeInfo(name="n1", capacity_mcpu=4000)], pods=[pod(400)]), now=change_at)
     history(cluster, change_at, minutes_after, 0.8, ratio_after)
     [row] = change_rows(changes_of(cluster, "shop", now - timedelta(days=1)), now=now)
@@ -82,8 +85,9 @@ def test_a_raise_that_worked_is_improved_with_the_windows_figures():
     assert row["before_throttle_ratio"] == pytest.approx(0.8, abs=0.002)
     assert row["after_throttle_ratio"] == pytest.approx(0.03, abs=0.01)
     assert row["window_seconds"] == 3600
-    # Nothing mixed across the change: the before-window ends a collection interval before it was seen.
-    assert row["before_periods"] == row["after_periods"]
+    # Nothing mixed across the change: neither the reading at -0:55 (its interval ends after the inventory before)
+    # nor the one at 0:05 (its interval starts before the inventory that saw it) is in a window.
+    assert row["before_periods"] == row["after_periods"] == 60 * 600
 
 
 def test_a_raise_that_did_not_help_is_said_so():
@@ -108,12 +112,11 @@ def test_the_namespace_report_lists_the_change_with_its_effect(client, django_us
 
 
 def test_a_hostile_image_name_in_a_chart_mark_is_text(client, django_user_model):
-    from apps.clusters.models import Container, ContainerChange
+    from apps.clusters.models import Container
 
     raised(ratio_after=0.03, minutes_after=70)
-    ContainerChange.objects.create(container=Container.objects.get(name="app"), kind="image", before="app:1",
-                                   after='<a href="javascript:alert(1)">x</a>',
-                                   seen_at=timezone.now() - timedelta(minutes=30))  # fmt: skip
+    f.change(Container.objects.get(name="app"), "image", "app:1", '<a href="javascript:alert(1)">x</a>',
+             timezone.now() - timedelta(minutes=30))  # fmt: skip
     client.force_login(django_user_model.objects.create_user("ops"))
     html = client.get("/c/c/ns/shop/pod/api-0/?window=24h").content.decode()
     for escaped, char in (("\\u0026", "&"), ("\\u2192", "→"), ("\\u003c", "<"), ("\\u003e", ">"), ("\\u002f", "/")):
@@ -214,3 +217,56 @@ def test_a_viewer_limited_to_another_namespace_does_not_see_the_record(client, d
     assert 'id="advice-record"' not in client.get("/").content.decode()
     ReadGrant.objects.create(user=viewer, cluster=Cluster.objects.get(name="c"), namespace="shop")
     assert 'id="advice-record"' in client.get("/").content.decode()
+
+
+def deployment_pod(name: str, limit: int) -> PodInfo:
+    container = ContainerInfo(name="app", container_id=name.ljust(64, "0"), request_mcpu=limit, limit_mcpu=limit)
+    return PodInfo(namespace="shop", name=name, uid=f"uid-{name}", node="n1", qos_class="Guaranteed",
+                   workload_kind="Deployment", workload_name="web", containers=(container,))  # fmt: skip
+
+
+def readings_of(pod: str, change_at: datetime, minutes: range, ratio: float, usage_cpus: float) -> list:
+    out, periods, throttled, usage = [], 0, 0, 0.0
+    for m in minutes:
+        periods += 600
+        throttled += round(600 * min(1.0, max(0.0, ratio + 0.03 * ((m * 7) % 5 - 2))))
+        usage += 60 * usage_cpus
+        out.append(CounterReading(namespace="shop", pod=pod, container="app", ts=change_at + timedelta(minutes=m, seconds=5),
+                                  periods_total=periods, throttled_periods_total=throttled,
+                                  throttled_seconds_total=throttled * 0.05, usage_seconds_total=usage, threads=4,
+                                  period_us=100_000, node="n1"))  # fmt: skip
+    return out
+
+
+def rolled_out() -> datetime:
+    """A Deployment's limit (and request) raised from 200m to 400m by a rollout 70 minutes ago; returns now."""
+    now = timezone.now().replace(microsecond=0)
+    change_at = now - timedelta(minutes=70)
+    cluster = Cluster.objects.create(name="c")
+    node = [NodeInfo(name="n1", capacity_mcpu=4000)]
+    old = deployment_pod("web-5d8f-aaaaa", 200)
+    ingest(cluster, Batch(nodes=node, pods=[old]), now=change_at - timedelta(minutes=1))
+    # Both new pods of the template's 400m come up before the next inventory; the old one is still listed.
+    new = [deployment_pod("web-7c9a-bbbbb", 400), deployment_pod("web-7c9a-ccccc", 400)]
+    ingest(cluster, Batch(nodes=node, pods=[old, *new]), now=change_at)
+    ingest(cluster, Batch(nodes=node, pods=new), now=change_at + timedelta(minutes=1))
+    samples = readings_of(old.name, change_at, range(-62, 2), 0.8, 0.2)
+    for pod, ratio in zip(new, (0.1, 0.2), strict=True):
+        samples += readings_of(pod.name, change_at, range(0, 71), ratio, 0.3)
+    ingest_readings(cluster, samples, now=now)
+    return now
+
+
+def test_a_rollout_is_one_change_its_earlier_pod_before_and_its_new_pods_after():
+    now = rolled_out()
+    change_at = now - timedelta(minutes=70)
+    [row] = change_rows(changes_of(Cluster.objects.get(), "shop", now - timedelta(days=1)), now=now)
+    assert (row["kind"], row["before"], row["after"], row["pods"]) == ("limit", "200", "400", 2)
+    assert row["also_changed"] == [{"kind": "request", "before": "200", "after": "400"}]
+    assert row["rollout_from_pod"] == "web-5d8f-aaaaa" and row["seen_until"] == row["seen_at"] == change_at
+    # Before: the old pod's hour; after: both new pods' samples together (ratios of sums, per-sample usage).
+    assert row["before_periods"] == 60 * 600 and row["after_periods"] == 2 * 60 * 600
+    assert row["before_throttle_ratio"] == pytest.approx(0.8, abs=0.002)
+    assert row["after_throttle_ratio"] == pytest.approx(0.15, abs=0.002)
+    assert row["before_usage_p95_mcpu"] == pytest.approx(200) and row["after_usage_p95_mcpu"] == pytest.approx(300)
+    assert row["verdict"] == "improved"

@@ -9,7 +9,8 @@ import pytest
 from django.utils import timezone
 
 from apps.advisor.changes import CHANGE_FIELDS
-from tests.advisor.test_change_effect import raised
+from tests import factories as f
+from tests.advisor.test_change_effect import raised, rolled_out
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/clusters/c/namespaces/shop/changes/"
@@ -68,11 +69,10 @@ def test_the_chat_summaries_carry_a_line_per_recent_change(reader):
 
 
 def test_an_image_name_in_a_change_line_cannot_mention_a_channel(reader):
-    from apps.clusters.models import Container, ContainerChange
+    from apps.clusters.models import Container
 
     raised(ratio_after=0.03, minutes_after=70)
-    ContainerChange.objects.create(container=Container.objects.get(name="app"), seen_at=timezone.now(), kind="image",
-                                   before="app:1", after="evil:@here\nnew line")  # fmt: skip
+    f.change(Container.objects.get(name="app"), "image", "app:1", "evil:@here\nnew line", timezone.now())
     text = reader.get(SUMMARY, {"format": "text"}).content.decode()
     [line] = [line for line in text.splitlines() if "image app:1" in line]
     assert "@here" not in line and "\\n" in line  # the word joiner breaks the mention; the newline is escaped
@@ -104,3 +104,20 @@ def test_the_schema_names_each_operation():
     series = schema["paths"]["/api/v1/clusters/{cluster}/namespaces/{namespace}/pods/{pod}/series/"]["get"]
     assert changes["summary"].startswith("Changes seen") and series["summary"].startswith("A pod's time series")
     assert set(changes["responses"]["200"]["content"]) == {"application/json", "text/csv"}
+
+
+def test_a_rollout_is_one_row_and_one_chat_line_for_the_workload(reader):
+    rolled_out()
+    [row] = reader.get(URL).json()["results"]
+    assert (row["pods"], row["also_changed"], row["seen_until"]) == (
+        2,
+        [{"kind": "request", "before": "200", "after": "400"}],
+        row["seen_at"],
+    )
+    assert isinstance(row["change_id"], int)
+    text = reader.get(SUMMARY, {"format": "text"}).content.decode()
+    [line] = [line for line in text.splitlines() if "limit 200m" in line]
+    assert re.fullmatch(r"- Deployment web/app: limit 200m → 400m, request 200m → 400m on \d\d-\d\d \(2 pods\): "
+                        r"throttled 80% → 15% of periods, p95 usage 300m \(improved\)", line), line  # fmt: skip
+    csv_text = b"".join(reader.get(URL, {"format": "csv"}).streaming_content).decode()
+    assert '"[{""kind"":""request"",""before"":""200"",""after"":""400""}]"' in csv_text

@@ -1,6 +1,7 @@
 """Changes the inventory sees on stored containers, from two inventories of real pod lists: an in-place resize
-applied between them, a new image, a restart, a pod on another node. Both upsert paths (the ORM's; PostgreSQL's SQL
-over the load tables) must record the same changes."""
+applied between them, a new image, a restart, a pod on another node, a rollout; and how they group into one change
+an operator made (docs/domain.md#change-groups). Both upsert paths (the ORM's; PostgreSQL's SQL over the load
+tables) must record the same changes."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db.models import F
 
 from apps.clusters.inventory import upsert_nodes, upsert_pods
 from apps.clusters.models import ContainerChange
@@ -39,6 +41,34 @@ def changes() -> list[tuple[str, str, str, str]]:
     return [(c.container.name, c.kind, c.before, c.after) for c in ContainerChange.objects.order_by("kind")]
 
 
+def groups() -> list[list[tuple[str, str, str, str]]]:
+    """Each group's changes as (pod, kind, before, after), the one standing for it first; groups oldest first."""
+    leads = ContainerChange.objects.filter(group_id=F("id")).order_by("seen_at", "id")
+    return [
+        [
+            (c.container.pod.name, c.kind, c.before, c.after)
+            for c in sorted(lead.members.all(), key=lambda c: (c != lead, c.pk))
+        ]
+        for lead in leads
+    ]
+
+
+def in_workload(pod: dict[str, Any], name: str, kind: str = "Deployment", workload: str = "web") -> dict[str, Any]:
+    pod = copy.deepcopy(pod)
+    pod["metadata"]["name"] = name
+    pod["metadata"]["uid"] = f"uid-{name}"
+    pod["metadata"]["ownerReferences"] = [{"kind": kind, "name": workload, "controller": True, "uid": "u1"}]
+    return pod
+
+
+def with_limit(pod: dict[str, Any], limit: str) -> dict[str, Any]:
+    """The pod with its container's CPU limit at `limit`, in the spec and applied."""
+    pod = copy.deepcopy(pod)
+    for resources in (pod["spec"]["containers"][0]["resources"], pod["status"]["containerStatuses"][0]["resources"]):
+        resources["limits"]["cpu"] = limit
+    return pod
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_an_in_place_resize_is_one_change_when_the_status_applies_it(method):
     cluster = f.cluster("resizing")
@@ -57,6 +87,10 @@ def test_an_in_place_resize_is_one_change_when_the_status_applies_it(method):
     ]
     [change] = ContainerChange.objects.filter(kind="limit")
     assert change.seen_at == f.T0 + timedelta(minutes=2)
+    # It happened after the inventory before, which still saw 200m applied.
+    assert change.since == f.T0 + timedelta(minutes=1)
+    # One act: the limit stands for the resize, its request beside it.
+    assert groups() == [[("resized-pod", "limit", "200", "500"), ("resized-pod", "request", "200", "500")]]
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -82,30 +116,58 @@ def test_a_new_image_a_restart_and_another_node_are_changes_and_a_first_sight_is
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_a_rollout_is_a_change_on_the_new_pods_against_the_workloads_earlier_pod(method):
+def test_a_rollout_is_one_change_over_the_new_pods_against_the_workloads_earlier_pod(method):
     from apps.clusters.models import Container
 
     cluster = f.cluster("deploying")
-    old = resized_pod()
-    old["metadata"]["name"] = "web-5d8f-abcde"
-    old["metadata"]["ownerReferences"] = [{"kind": "Deployment", "name": "web", "controller": True, "uid": "u1"}]
+    old = in_workload(resized_pod(), "web-5d8f-abcde")
     store(cluster, [old], 0, method)
     # The template's limit went from 500m to 800m: the ReplicaSet's new pod runs it, the old one still runs.
-    new = copy.deepcopy(old)
-    new["metadata"]["name"] = "web-7c9a-fghij"
-    new["metadata"]["uid"] = "uid-new"
-    for resources in (new["spec"]["containers"][0]["resources"], new["status"]["containerStatuses"][0]["resources"]):
-        resources["limits"]["cpu"] = "800m"
+    new = with_limit(in_workload(old, "web-7c9a-fghij"), "800m")
     store(cluster, [old, new], 1, method)
     [change] = ContainerChange.objects.all()
     assert (change.kind, change.before, change.after) == ("limit", "200", "800")  # the old pod runs 200m applied
     assert change.container.pod.name == "web-7c9a-fghij"
     assert change.previous == Container.objects.get(pod__name="web-5d8f-abcde")
-    # A third pod like the new one is no change.
-    third = copy.deepcopy(new)
-    third["metadata"]["name"] = "web-7c9a-klmno"
+    # The rollout's next pod, a collection later, is one more pod of the same change (its earlier pod, the first new
+    # one, runs what it runs), against the same earlier pod.
+    third = in_workload(new, "web-7c9a-klmno")
     store(cluster, [new, third], 2, method)
-    assert ContainerChange.objects.count() == 1
+    assert groups() == [[("web-7c9a-fghij", "limit", "200", "800"), ("web-7c9a-klmno", "limit", "200", "800")]]
+    assert set(ContainerChange.objects.values_list("previous__pod__name", flat=True)) == {"web-5d8f-abcde"}
+    # Long after the rollout, a new pod like the others (a scale-up) is no change.
+    store(cluster, [new, third, in_workload(new, "web-7c9a-pqrst")], 40, method)
+    assert ContainerChange.objects.count() == 2
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_rollout_over_pods_that_keep_their_names_is_one_change(method):
+    cluster = f.cluster("stateful")
+    pods = [in_workload(resized_pod(), f"db-{i}", "StatefulSet", "db") for i in range(3)]
+    store(cluster, pods, 0, method)
+    # A StatefulSet replaces its pods one at a time, the highest ordinal first, each under its own name.
+    for minute, ordinal in ((1, 2), (3, 1), (5, 0)):
+        pods[ordinal] = with_limit(pods[ordinal], "1")
+        store(cluster, pods, minute, method)
+    assert groups() == [[(f"db-{i}", "limit", "200", "1000") for i in (2, 1, 0)]]
+    # A different change of the workload afterwards is a change of its own.
+    pods[2] = with_limit(pods[2], "2")
+    store(cluster, pods, 6, method)
+    assert [group[0] for group in groups()] == [("db-2", "limit", "200", "1000"), ("db-2", "limit", "1000", "2000")]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_pods_of_no_workload_and_of_two_workloads_do_not_group(method):
+    cluster = f.cluster("apart")
+    loose = [resized_pod(), in_workload(resized_pod(), "a-1", workload="a"), in_workload(resized_pod(), "b-1",
+             workload="b")]  # fmt: skip
+    other = copy.deepcopy(loose[0])
+    other["metadata"]["name"] = "loose-2"
+    loose.append(other)
+    store(cluster, loose, 0, method)
+    store(cluster, [with_limit(p, "900m") for p in loose], 1, method)
+    assert sorted(group[0][0] for group in groups()) == ["a-1", "b-1", "loose-2", "resized-pod"]
+    assert all(len(group) == 1 for group in groups())
 
 
 def test_new_pods_are_told_from_stored_ones_in_chunks_of_names(monkeypatch):
@@ -137,3 +199,21 @@ def test_a_nodes_new_kernel_is_a_change_on_each_container_it_runs(method):
     assert changes() == [("resized-container", "kernel", "5.15.0-1034-aws", "6.18.44-fc")]
     [change] = ContainerChange.objects.all()
     assert change.container.pod.name == "resized-pod" and change.seen_at == f.T0 + timedelta(minutes=5)
+    assert change.since == f.T0  # the node was seen on its old kernel then
+    assert change.group == change
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_reboot_into_a_new_kernel_is_one_change_with_its_restarts_on_each_workload(method):
+    cluster = f.cluster("rebooting")
+    replicas = [in_workload(resized_pod(), f"web-{i}") for i in range(2)]
+    store(cluster, replicas, 0, method)
+    now = f.T0 + timedelta(minutes=1)
+    upsert_nodes(cluster, [f.node_info(replicas[0]["spec"]["nodeName"], kernel="6.18.44-fc")], now, method=method)
+    for pod in replicas:  # the reboot restarted their containers
+        pod["status"]["containerStatuses"][0]["restartCount"] = 1
+    store(cluster, replicas, 1, method)
+    assert groups() == [
+        [("web-0", "kernel", "5.15.0-1034-aws", "6.18.44-fc"), ("web-1", "kernel", "5.15.0-1034-aws", "6.18.44-fc"),
+         ("web-0", "restart", "0", "1"), ("web-1", "restart", "0", "1")],
+    ]  # fmt: skip
