@@ -231,39 +231,52 @@ def pod_relpath(pod: Pod) -> str:
     return f"{KUBEPODS}/{qos.lower()}/pod{pod.uid}"
 
 
+def qos_settings(pods: Iterable[Pod], allocatable_mcpu: int, period_us: int) -> tuple[CgroupSettings, ...]:
+    """kubepods and its burstable and besteffort levels, as the kubelet's QoS manager writes them for ``pods``."""
+    burstable_request_mcpu = sum(p.request_mcpu for p in pods if p.qos_class == QOS_BURSTABLE)
+    return (
+        CgroupSettings(KUBEPODS, shares_from_request_mcpu(allocatable_mcpu), None, period_us),
+        CgroupSettings(f"{KUBEPODS}/burstable", shares_from_request_mcpu(burstable_request_mcpu), None, period_us),
+        CgroupSettings(f"{KUBEPODS}/besteffort", MIN_SHARES, None, period_us),
+    )
+
+
+def pod_settings(pod: Pod, period_us: int) -> CgroupSettings:
+    """The pod cgroup as the kubelet configures it (ResourceConfigForPod): see the module docstring."""
+    pod_quota_us = None
+    if pod.qos_class in (QOS_GUARANTEED, QOS_BURSTABLE):
+        # limit_mcpu is None unless every container has a limit: then the kubelet sets no pod quota.
+        pod_quota_us = quota_us_from_limit_mcpu(pod.limit_mcpu, period_us)
+    pod_shares = shares_from_request_mcpu(pod.request_mcpu) if pod.qos_class != QOS_BEST_EFFORT else MIN_SHARES
+    return CgroupSettings(pod_relpath(pod), pod_shares, pod_quota_us, period_us)
+
+
+def container_settings(pod: Pod, container: Container, cid: str, period_us: int) -> CgroupSettings:
+    """A container cgroup (named by its runtime id under its pod's): shares from its request, quota from its limit."""
+    return CgroupSettings(
+        f"{pod_relpath(pod)}/{cid}",
+        shares_from_request_mcpu(container.request_mcpu),
+        quota_us_from_limit_mcpu(container.limit_mcpu, period_us),
+        period_us,
+    )
+
+
 def kubelet_layout(scenario: Scenario, boot: int, allocatable_mcpu: int) -> KubeletLayout:
     """Every cgroup a kubelet would make for the scenario's pods, parents first, with the values it would write.
 
     ``boot`` (lab starts so far, ≥ 1) goes into the container ids; ``allocatable_mcpu`` sets kubepods' shares.
     """
     period_us = scenario.period_us
-    burstable_request_mcpu = sum(p.request_mcpu for p in scenario.pods if p.qos_class == QOS_BURSTABLE)
-    cgroups = [
-        CgroupSettings(KUBEPODS, shares_from_request_mcpu(allocatable_mcpu), None, period_us),
-        CgroupSettings(f"{KUBEPODS}/burstable", shares_from_request_mcpu(burstable_request_mcpu), None, period_us),
-        CgroupSettings(f"{KUBEPODS}/besteffort", MIN_SHARES, None, period_us),
-    ]
+    cgroups = list(qos_settings(scenario.pods, allocatable_mcpu, period_us))
     placements: list[Placement] = []
     for pod in scenario.pods:
-        pod_path = pod_relpath(pod)
-        pod_quota_us = None
-        if pod.qos_class in (QOS_GUARANTEED, QOS_BURSTABLE):
-            # limit_mcpu is None unless every container has a limit: then the kubelet sets no pod quota.
-            pod_quota_us = quota_us_from_limit_mcpu(pod.limit_mcpu, period_us)
-        pod_shares = shares_from_request_mcpu(pod.request_mcpu) if pod.qos_class != QOS_BEST_EFFORT else MIN_SHARES
-        cgroups.append(CgroupSettings(pod_path, pod_shares, pod_quota_us, period_us))
+        pod_cgroup = pod_settings(pod, period_us)
+        cgroups.append(pod_cgroup)
         for container in pod.containers:
             cid = container_id(pod.uid, container.name, boot)
-            path = f"{pod_path}/{cid}"
-            cgroups.append(
-                CgroupSettings(
-                    path,
-                    shares_from_request_mcpu(container.request_mcpu),
-                    quota_us_from_limit_mcpu(container.limit_mcpu, period_us),
-                    period_us,
-                )
-            )
-            placements.append(Placement(pod, container, cid, pod_path, path))
+            settings = container_settings(pod, container, cid, period_us)
+            cgroups.append(settings)
+            placements.append(Placement(pod, container, cid, pod_cgroup.relpath, settings.relpath))
     return KubeletLayout(tuple(cgroups), tuple(placements))
 
 

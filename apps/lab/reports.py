@@ -42,9 +42,12 @@ class LabContainer:
     pod_cpu_dir: str
     pod_usage_dir: str | None
     pids: tuple[int, ...]  # the workload leader (its workers are found in the cgroup's cgroup.procs)
+    restarts: int = 0  # restarts since `lab up` (`lab set --processes`), as a container status's restartCount
 
     def container_info(self) -> ContainerInfo:
-        return ContainerInfo(self.container, self.container_id, self.request_mcpu, self.limit_mcpu, 0)
+        return ContainerInfo(
+            self.container, self.container_id, self.request_mcpu, self.limit_mcpu, restarts=self.restarts
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +144,10 @@ class ContainerStatus:
     nr_throttled: int | None
     throttled_seconds: float | None
     usage_seconds: float | None
+    request_mcpu: int | None = None  # what the lab applies now (`lab set` changes them)
+    limit_mcpu: int | None = None
+    qos_class: str = ""
+    restarts: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,3 +164,39 @@ class LabStatus:
         data = asdict(self)
         data["started_at"] = self.started_at.isoformat() if self.started_at else None
         return data
+
+
+@dataclass(frozen=True, slots=True)
+class LabChange:
+    """What `lab set` did to one container: an in-place resize, a restart with another process count, or both.
+
+    ``*_before`` / ``*_after`` are the container's request and limit (mcpu, None for none) and its workload's
+    ``processes``; the quota and shares are what its cgroup and its pod's hold afterwards (quota None: unlimited).
+    """
+
+    namespace: str
+    pod: str
+    container: str
+    qos_class: str  # unchanged: a change of QoS class is refused
+    request_before: int | None
+    request_after: int | None
+    limit_before: int | None
+    limit_after: int | None
+    processes_before: int | None  # None: the workload kind has no processes
+    processes_after: int | None
+    resized: bool
+    restarted: bool
+    restarts: int  # the container's restart count afterwards
+    container_id_before: str
+    container_id_after: str  # a new id (and cgroup) when restarted
+    cgroup_relpath: str  # the container's cgroup afterwards, relative to the hierarchy mount
+    pids_before: tuple[int, ...]
+    pids_after: tuple[int, ...]  # the same as before unless restarted
+    quota_us: int | None
+    shares: int
+    pod_quota_us: int | None
+    pod_shares: int
+    period_us: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -12,8 +12,10 @@ container even reached its quota and nothing was throttled. The scenario's limit
 (the default scenario ≈1.3 cores on average, 1.46 at most), so other work keeps the rest, and a quiet machine
 sees no difference at all.
 
-State lives in ``<state_dir>/state.json`` (written atomically; a lock file serialises up/down on one state dir) and
-survives ``lab_down`` with ``running: false`` so the boot counter keeps growing: a restarted container gets a new id.
+State lives in ``<state_dir>/state.json`` (written atomically; a lock file serialises up/down/set on one state dir)
+and survives ``lab_down`` with ``running: false`` so the boot counter keeps growing: a restarted container gets a new
+id. Each container's entry holds what the lab applies now: ``lab set`` (apps/lab/changes.py) rewrites its request,
+limit, workload parameters, processes and ``restarts``, and after a restart its container id and cgroup path.
 Workload output goes to ``<state_dir>/logs/<namespace>.<pod>.<container>.log``.
 """
 
@@ -344,6 +346,7 @@ def _container_entry(controller: CpuController, root: str, placement: cgroups.Pl
         "cgroup_relpath": os.path.join(root, placement.relpath),
         "pod_cgroup_relpath": os.path.join(root, placement.pod_relpath),
         "processes": [{"pid": pid, "start_ticks": process_start_ticks(pid)}],
+        "restarts": 0,
     }
 
 
@@ -470,6 +473,7 @@ def _inventory(state: Mapping[str, Any], controller: CpuController, scenario: Sc
                 pod_cpu_dir=controller.cpu_dir(pod_relpath),
                 pod_usage_dir=controller.usage_dir(pod_relpath),
                 pids=tuple(int(p["pid"]) for p in c["processes"]),
+                restarts=int(c.get("restarts", 0)),  # absent from a state file written before `lab set`
             )
         )
     return LabInventory(
@@ -528,7 +532,10 @@ def lab_status(state_dir: str | Path = DEFAULT_STATE_DIR) -> LabStatus:
     for c in inventory.containers:
         name = f"{c.namespace}/{c.pod}/{c.container}"
         entry = entries[(c.namespace, c.pod, c.container)]
-        alive = all(_is_our_workload(p["pid"], p.get("start_ticks")) for p in entry["processes"])
+        # No process recorded: a restart by `lab set` whose new workload did not start.
+        alive = bool(entry["processes"]) and all(
+            _is_our_workload(p["pid"], p.get("start_ticks")) for p in entry["processes"]
+        )
         if not alive:
             problems.append(f"{name}: workload {c.workload!r} is not running")
         stat: dict[str, int] = {}
@@ -554,6 +561,10 @@ def lab_status(state_dir: str | Path = DEFAULT_STATE_DIR) -> LabStatus:
                 nr_throttled=stat.get("nr_throttled"),
                 throttled_seconds=throttled_s,
                 usage_seconds=usage_s,
+                request_mcpu=c.request_mcpu,
+                limit_mcpu=c.limit_mcpu,
+                qos_class=c.qos_class,
+                restarts=c.restarts,
             )
         )
     return LabStatus(

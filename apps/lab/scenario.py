@@ -143,12 +143,14 @@ def pod_uid(namespace: str, name: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"cputune-lab://{namespace}/{name}"))
 
 
-def container_id(pod_uid: str, container_name: str, boot: int) -> str:
-    """A runtime-style container id: 64 hex digits of sha256(pod uid/container name/boot).
+def container_id(pod_uid: str, container_name: str, boot: int, restarts: int = 0) -> str:
+    """A runtime-style container id: 64 hex digits of sha256(pod uid/container name/boot[/restarts]).
 
-    ``boot`` counts lab starts, so a restarted container gets a new id (and a new cgroup), as with a real runtime.
+    ``boot`` counts lab starts and ``restarts`` the container's restarts within one (``lab set --processes``), so a
+    restarted container gets a new id (and a new cgroup), as with a real runtime.
     """
-    return hashlib.sha256(f"{pod_uid}/{container_name}/{boot}".encode()).hexdigest()
+    suffix = f"/{restarts}" if restarts else ""
+    return hashlib.sha256(f"{pod_uid}/{container_name}/{boot}{suffix}".encode()).hexdigest()
 
 
 def load_scenario(path: str | Path | None = None) -> Scenario:
@@ -175,7 +177,7 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     node_name = _optional_str(source, "node.name", node.get("name"))
     allocatable_mcpu = None
     if node.get("allocatable") is not None:
-        allocatable_mcpu = _quantity(source, "node.allocatable", node["allocatable"])
+        allocatable_mcpu = quantity_mcpu(source, "node.allocatable", node["allocatable"])
     period_us = top.get("period_us", DEFAULT_PERIOD_US)
     if isinstance(period_us, bool) or not isinstance(period_us, int) or not MIN_PERIOD_US <= period_us <= MAX_PERIOD_US:
         raise ScenarioError(
@@ -238,8 +240,10 @@ def _pod(source: str, field: str, raw: Any) -> Pod:
 def _container(source: str, field: str, raw: Any) -> Container:
     data = _mapping(source, field, raw, _CONTAINER_KEYS)
     name = _name(source, f"{field}.name", data.get("name"), _DNS_LABEL, "a DNS label (e.g. app)")
-    request_mcpu = _quantity(source, f"{field}.request", data["request"]) if data.get("request") is not None else None
-    limit_mcpu = _quantity(source, f"{field}.limit", data["limit"]) if data.get("limit") is not None else None
+    request_mcpu = (
+        quantity_mcpu(source, f"{field}.request", data["request"]) if data.get("request") is not None else None
+    )
+    limit_mcpu = quantity_mcpu(source, f"{field}.limit", data["limit"]) if data.get("limit") is not None else None
     if request_mcpu is None and limit_mcpu is not None:
         request_mcpu = limit_mcpu  # the API server's defaulting: a limit without a request requests the limit
     if request_mcpu is not None and limit_mcpu is not None and request_mcpu > limit_mcpu:
@@ -292,7 +296,11 @@ def _name(source: str, field: str, raw: Any, pattern: re.Pattern[str], what: str
     return raw
 
 
-def _quantity(source: str, field: str, raw: Any) -> int:
+def quantity_mcpu(source: str, field: str, raw: Any, zero: str = "leave the key out instead (zero means none)") -> int:
+    """A CPU quantity (``250m``, ``1``, ``1.5``) in millicores, as a scenario and ``lab set`` take it.
+
+    Raises ScenarioError naming ``source`` and ``field`` for anything else; zero too, with ``zero`` saying what to do.
+    """
     if isinstance(raw, bool) or not isinstance(raw, str | int | float):
         raise ScenarioError(source, field, f"{excerpt(raw)} is not a CPU quantity (expected e.g. 250m, 2, 0.5)")
     try:
@@ -300,5 +308,5 @@ def _quantity(source: str, field: str, raw: Any) -> int:
     except ValueError as exc:
         raise ScenarioError(source, field, str(exc)) from None
     if mcpu == 0:
-        raise ScenarioError(source, field, f"{excerpt(raw)} is zero: leave the key out instead (zero means none)")
+        raise ScenarioError(source, field, f"{excerpt(raw)} is zero: {zero}")
     return mcpu

@@ -1,7 +1,7 @@
-"""The lab as a cluster: start and stop it, register the `lab` cluster, store probe results on its node.
+"""The lab as a cluster: start, change and stop it, register the `lab` cluster, store probe results on its node.
 
-The runtime (runtime.py, cgroups.py, workloads.py, probe.py) knows nothing of Django. The collector reads a running
-lab through apps/collector/sources/lab/, with the node agent's cgroupfs reader.
+The runtime (runtime.py, changes.py, cgroups.py, workloads.py, probe.py) knows nothing of Django. The collector reads
+a running lab through apps/collector/sources/lab/, with the node agent's cgroupfs reader.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from django.utils import timezone
 from apps.clusters.models import Cluster, Node, SourceKind
 from apps.clusters.services import register_cluster
 
-from . import probe, runtime
+from . import changes, probe, runtime
 from .cgroups import can_run_lab
+from .reports import LabChange
 
 LAB_CLUSTER = "lab"
 
@@ -46,6 +47,14 @@ def down() -> runtime.LabDownReport:
 
 def status() -> runtime.LabStatus:
     return runtime.lab_status(state_dir())
+
+
+def set_container(
+    target: str, *, limit: str | None = None, request: str | None = None, processes: int | None = None
+) -> LabChange:
+    """`lab set`: resize a running lab container in place and/or restart it with another process count
+    (changes.set_container); raises runtime.LabError, with nothing changed, when the change is refused."""
+    return changes.set_container(target, limit=limit, request=request, processes=processes, state_dir=state_dir())
 
 
 def run_kernel_probe(

@@ -1,4 +1,5 @@
-"""manage.py lab up|down|status|verify [--scenario FILE] [--if-possible] [--seconds S] [--only NAME ...] [--contention]"""
+"""manage.py lab up|down|status|verify [--scenario FILE] [--if-possible] [--seconds S] [--only NAME ...] [--contention]
+manage.py lab set NAMESPACE/POD/CONTAINER [--limit QTY|none] [--request QTY] [--processes N]"""
 
 import json
 
@@ -6,6 +7,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.lab import services
+from apps.lab.changes import mcpu_text
 from apps.lab.runtime import LabError
 from apps.telemetry.counters import throttle_ratio
 from apps.words import format_number, plural
@@ -14,10 +16,21 @@ EXIT_NOT_POSSIBLE = 3
 
 
 class Command(BaseCommand):
-    help = "Start, stop or inspect the lab: real cgroups on this machine laid out like a kubelet's, throttled for real."
+    help = (
+        "Start, stop, change or inspect the lab: real cgroups on this machine laid out like a kubelet's, "
+        "throttled for real."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("action", choices=["up", "down", "status", "verify"])
+        parser.add_argument("action", choices=["up", "down", "status", "verify", "set"])
+        parser.add_argument("target", nargs="?", help="with set: the container, NAMESPACE/POD/CONTAINER")
+        parser.add_argument(
+            "--limit", help="with set: the new CPU limit (250m, 1, 1.5) or 'none', resized in place like a pod"
+        )
+        parser.add_argument("--request", help="with set: the new CPU request, resized in place like a pod")
+        parser.add_argument(
+            "--processes", type=int, help="with set: restart the container with N processes (burner, bursty, lightweb)"
+        )
         parser.add_argument("--scenario", help="scenario YAML (default: apps/lab/scenarios/default.yaml)")
         parser.add_argument(
             "--if-possible",
@@ -34,6 +47,14 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, action: str, scenario: str | None, if_possible: bool, json: bool, **options):
+        set_options = (options["target"], options["limit"], options["request"], options["processes"])
+        if action == "set":
+            if options["target"] is None:
+                raise CommandError("lab set needs the container: lab set NAMESPACE/POD/CONTAINER [--limit …]")
+            self._set(options["target"], options["limit"], options["request"], options["processes"])
+            return
+        if any(value is not None for value in set_options):
+            raise CommandError("a container, --limit, --request and --processes go only with `lab set`")
         if action == "verify":
             # Sent by name: the lab sits below the advisor, and verifying runs the advisor's rules on the lab.
             call_command("verify_advice", seconds=options["seconds"], only=options["only"], scenario=scenario,
@@ -86,6 +107,35 @@ class Command(BaseCommand):
         for note in state.cleanup.notes:
             self.stdout.write(f"  cleaned up first: {note}")
 
+    def _set(self, target: str, limit: str | None, request: str | None, processes: int | None) -> None:
+        try:
+            change = services.set_container(target, limit=limit, request=request, processes=processes)
+        except LabError as exc:
+            raise CommandError(str(exc)) from None
+        name = f"{change.namespace}/{change.pod}/{change.container}"
+        if change.resized:
+            moved = [
+                f"{what} {mcpu_text(before)} → {mcpu_text(after)}"
+                for what, before, after in (
+                    ("request", change.request_before, change.request_after),
+                    ("limit", change.limit_before, change.limit_after),
+                )
+                if before != after
+            ]
+            kept = "" if change.restarted else ", same processes"
+            self.stdout.write(
+                f"Resized {name} in place ({change.qos_class}{kept}): {', '.join(moved)}. Its cgroup: "
+                f"{_quota(change.quota_us, change.period_us)}, {change.shares} shares; its pod's: "
+                f"{_quota(change.pod_quota_us, change.period_us)}, {change.pod_shares} shares."
+            )
+        if change.restarted:
+            self.stdout.write(
+                f"Restarted {name} with {plural(change.processes_after or 0, 'process', 'processes')} "
+                f"(was {change.processes_before}): restart {change.restarts}, new container id "
+                f"{change.container_id_after[:12]} (was {change.container_id_before[:12]}), "
+                f"leader pid {', '.join(map(str, change.pids_after)) or 'none'}."
+            )
+
     def _status(self, as_json: bool) -> None:
         status = services.status()
         if as_json:
@@ -100,7 +150,13 @@ class Command(BaseCommand):
         for c in status.containers:
             known = throttle_ratio(c.nr_throttled, c.nr_periods)
             ratio = "—" if known is None else f"{known:.0%}"
+            restarts = f", {plural(c.restarts, 'restart')}" if c.restarts else ""
             self.stdout.write(
                 f"  {c.namespace}/{c.pod}/{c.container}: {'running' if c.leader_alive else 'STOPPED'}, "
-                f"{c.tasks} of {plural(c.expected_tasks, 'task')}, throttled {ratio} of periods since start"
+                f"{c.tasks} of {plural(c.expected_tasks, 'task')}, throttled {ratio} of periods since start; "
+                f"request {mcpu_text(c.request_mcpu)}, limit {mcpu_text(c.limit_mcpu)}, {c.qos_class}{restarts}"
             )
+
+
+def _quota(quota_us: int | None, period_us: int) -> str:
+    return "no quota (-1)" if quota_us is None else f"quota {quota_us} µs per {period_us} µs"
