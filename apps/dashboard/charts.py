@@ -189,6 +189,10 @@ def container_figure(
     merged = len(points) > MAX_POINTS  # buckets hold several raw points: their peak differs from their mean
     xs = [_x(b.ts) for b in buckets]
     start, end = x_range(points, since, until)
+    if changes and min(mark.ts for mark in changes) <= start:
+        # A new pod's first sample comes just after the change that made it: its mark stays in view, off the y axis.
+        first = min(mark.ts for mark in changes)
+        start = first - (end - first) * MARK_PAD
     span = [_x(start), _x(end)]
     with_ratio = has_quota(points, quota_ceiling_mcpu)
     # A single point draws no line: show it as a dot.
@@ -278,12 +282,20 @@ def container_figure(
             {"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
              "line": {"color": COLOURS["change"], "width": 1.5, "dash": "dot"}}
         )  # fmt: skip
+        # Above the panels, where the first panel's title sits at the left: a mark in the left part of the axis
+        # writes its label just inside the top panel instead, on a white ground.
+        inside = (mark.ts - start) < (end - start) * TITLE_SHARE
         layout["annotations"].append(
             {"text": mark.label, "hovertext": mark.hover, "xref": "x", "yref": "paper", "x": x, "y": 1,
-             "xanchor": "left", "yanchor": "bottom", "showarrow": False,
+             "xanchor": "left", "yanchor": "top" if inside else "bottom", "showarrow": False,
+             "bgcolor": "rgba(255,255,255,0.85)" if inside else None,
              "font": {"size": 11, "color": COLOURS["change"]}, "name": "change"}
         )  # fmt: skip
     return go.Figure(data=traces, layout=layout)
+
+
+MARK_PAD = 0.03  # of the axis before a change mark that comes before the first point
+TITLE_SHARE = 0.4  # of the axis, from the left, that a panel's title may cover on a phone
 
 
 @dataclass(frozen=True, slots=True)

@@ -669,3 +669,40 @@ def test_a_change_is_marked_on_the_pod_chart_and_listed_with_its_effect_on_the_n
     assert "limit: 200m → 400m" in row.inner_text() and row.locator(".verdict-change-improved").count() == 1
     shoot(page, "namespace-changes-laptop")
     assert errors == []
+
+
+@pytest.fixture()
+def rollout_site(live_server, django_user_model) -> str:
+    from tests.advisor.test_change_effect import rolled_out
+
+    django_user_model.objects.create_user("ops", password=PASSWORD)
+    rolled_out()  # cluster c, Deployment web: one 200m pod replaced by two 400m pods 70 minutes ago
+    return live_server.url
+
+
+@pytest.fixture()
+def rollout_browser(rollout_site: str) -> Iterator:
+    yield from chromium()
+
+
+def test_a_rollout_is_one_row_on_the_namespace_page_and_marked_on_each_new_pods_chart(rollout_browser, rollout_site):
+    page, errors = logged_in_page(rollout_browser, rollout_site, LAPTOP)
+    page.goto(f"{rollout_site}/c/c/ns/shop/")
+    section = page.locator("#changes")
+    section.wait_for()
+    [row] = section.locator("tbody tr").all()
+    text = row.inner_text()
+    assert "limit: 200m → 400m" in text and "request: 200m → 400m" in text
+    assert "and 1 more pod" in text and "rollout, after web-5d8f-aaaaa" in text
+    assert row.locator(".verdict-change-improved").count() == 1
+    shoot(page, "namespace-rollout-laptop")
+    for pod in ("web-7c9a-bbbbb", "web-7c9a-ccccc"):  # the first new pod stands for the change; the other is in it
+        page.goto(f"{rollout_site}/c/c/ns/shop/pod/{pod}/?window=24h")
+        chart = page.locator(".js-plotly-plot").first
+        chart.locator(".main-svg").first.wait_for()
+        notes = chart.evaluate("el => el.layout.annotations.map(a => a.text)")
+        assert "limit 200m → 400m, improved" in notes, (pod, notes)
+        # Drawn, not only set: the mark at the new pod's first inventory is inside the axis, before its first sample.
+        assert page.locator(".annotation-text", has_text="limit 200m → 400m, improved").count() == 1, pod
+    shoot_chart(page, "pod-rollout-marker")
+    assert errors == []
