@@ -10,7 +10,7 @@ from django.db.models import F
 
 from apps.clusters.models import Cluster, ContainerChange
 
-from .changes import advice_worked, effect_of, groups_of, next_changes
+from .changes import advice_worked, effect_of, groups_of, neighbour_changes
 from .facts import Policy
 from .models import ChangeAdvice, Finding, Window
 
@@ -47,12 +47,14 @@ _CHECKED = (*_SUGGESTS, ContainerChange.Kind.THREADS)
 
 def note_followed_advice(cluster: Cluster, now: datetime, policy: Policy) -> int:
     """Check the cluster's changes of limit, request or threads not checked yet (each group once, with every value
-    its lead container changed at once) against the 1 h findings that stood before them, before a refresh replaces
+    its lead container changed in it) against the 1 h findings that stood before them, before a refresh replaces
     those findings; returns changes checked."""
     leads = list(
         ContainerChange.objects.filter(
-            container__pod__cluster=cluster, kind__in=_CHECKED, advice__isnull=True, group_id=F("id")
-        ).only("id", "container_id", "previous_id", "kind", "before", "after", "seen_at")
+            container__pod__cluster=cluster, members__kind__in=_CHECKED, advice__isnull=True, group_id=F("id")
+        )
+        .distinct()
+        .only("id", "container_id", "previous_id", "kind", "before", "after", "seen_at")
     )
     if not leads:
         return 0
@@ -98,10 +100,10 @@ def settle_followed_advice(cluster: Cluster, now: datetime) -> int:
     if not pending:
         return 0
     groups = groups_of(a.change for a in pending)
-    following = next_changes(groups)
+    neighbours = neighbour_changes(groups)
     settled = []
     for advice, group in zip(pending, groups, strict=True):
-        effect = effect_of(group, now, following.get(advice.change_id))
+        effect = effect_of(group, now, neighbours[advice.change_id])
         if effect.verdict in ("too_early", "no_data"):
             continue
         advice.verdict = effect.verdict

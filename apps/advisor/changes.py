@@ -104,9 +104,10 @@ class Group:
 
     @property
     def since(self) -> datetime:
-        """The change had not happened yet: the inventory before the first one that saw it."""
-        first = min(self.changes, key=lambda c: c.seen_at)
-        return first.since or first.seen_at - timedelta(seconds=settings.CPUTUNE_COLLECT_INTERVAL)
+        """The changes had not happened yet: the earliest of their `since` (the inventory before the one that saw
+        it; one collection interval before it where not known)."""
+        gap = timedelta(seconds=settings.CPUTUNE_COLLECT_INTERVAL)
+        return min(c.since or c.seen_at - gap for c in self.changes)
 
     @property
     def until(self) -> datetime:
@@ -124,10 +125,11 @@ class Group:
 
     @property
     def also_changed(self) -> list[ContainerChange]:
-        """The lead container's other changes seen with it (a resize's request beside its limit), in kind order."""
+        """The lead container's other changes in the group (a resize's request beside its limit, a restart's new
+        thread count), in kind order."""
         lead = self.lead
-        same = [c for c in self.changes if c.container_id == lead.container_id and c.seen_at == lead.seen_at]
-        return sorted((c for c in same if c.pk != lead.pk), key=lambda c: _KIND_ORDER.index(c.kind))
+        same = [c for c in self.changes if c.container_id == lead.container_id and c.pk != lead.pk]
+        return sorted(same, key=lambda c: (_KIND_ORDER.index(c.kind), c.seen_at))
 
 
 _KIND_ORDER = list(ContainerChange.Kind.values)
@@ -145,22 +147,19 @@ def groups_of(leads: Iterable[ContainerChange]) -> list[Group]:
 
 
 def _window(
-    container_ids: set[int], period_us: int | None, start: datetime, end: datetime, *, by_start: bool = False
-) -> tuple[WindowSummary, list[float]]:
-    """The samples of these containers whose interval ends in (start, end] — with `by_start`, whose interval starts
-    in [start, end) — summarized (summarize_window: one formula for every figure), and their per-sample throttle
-    ratios."""
+    container_ids: set[int], period_us: int | None, start: datetime, end: datetime
+) -> tuple[WindowSummary, list]:
+    """The samples of these containers whose interval lies wholly in [start, end], summarized (summarize_window: one
+    formula for every figure), and their per-sample throttle ratios."""
     interval = float(settings.CPUTUNE_COLLECT_INTERVAL)
-    reach = timedelta(seconds=interval * MAX_GAP_INTERVALS) if by_start else timedelta(0)
     rows = [
-        SampleRow(aware(ts), *rest)
-        for _, ts, *rest in sample_rows(sorted(container_ids), start, end + reach)
+        row
+        for _, ts, *rest in sample_rows(sorted(container_ids), start, end)
         if rest[0] is not None  # a first sample has no interval, hence no deltas
+        and (row := SampleRow(aware(ts), *rest)).ts - timedelta(seconds=rest[0]) >= start
     ]
-    if by_start:
-        rows = [row for row in rows if start <= row.ts - timedelta(seconds=row.interval_s or 0) < end]
     rows.sort(key=lambda row: row.ts)
-    summary = summarize_window(rows, start, end + reach, interval, MAX_GAP_INTERVALS, period_us=period_us)
+    summary = summarize_window(rows, start, end, interval, MAX_GAP_INTERVALS, period_us=period_us)
     ratios = [
         ratio for row in rows if (ratio := throttle_ratio(row.throttled_periods_delta, row.periods_delta)) is not None
     ]
@@ -179,20 +178,23 @@ def _lifetime_before(container_ids: set[int], period_us: int | None, since: date
     return summary if summary.lifetime else None
 
 
-def effect_of(group: Group, now: datetime, next_change_at: datetime | None = None) -> Effect:
-    """The group's two windows and verdict at `now`; `next_change_at`: when the next change of one of its
-    containers (not of this group) had not happened yet, if there is one."""
+def effect_of(group: Group, now: datetime, bounds: tuple[datetime | None, datetime | None] = (None, None)) -> Effect:
+    """The group's two windows and verdict at `now`. `bounds` (neighbour_changes): when the previous change of its
+    containers was seen and when the next had not happened yet, if there are such; both windows stop there, so
+    neither holds another change's samples."""
     length = timedelta(seconds=settings.CPUTUNE_CHANGE_WINDOW)
-    until = group.until
-    if next_change_at is not None:
-        length = min(length, max(next_change_at - until, timedelta(0)))
-    since = group.since
+    since, until = group.since, group.until
+    previous, following = bounds
+    if previous is not None:
+        length = min(length, max(since - previous, timedelta(0)))
+    if following is not None:
+        length = min(length, max(following - until, timedelta(0)))
     after_end = min(now, until + length)
     period_us = group.lead.container.period_us
     before, before_ratios = _window(group.before_containers, period_us, since - length, since)
     if not before.samples:
         before = _lifetime_before(group.before_containers, period_us, since) or before
-    after, after_ratios = _window(group.containers, period_us, until, max(until, after_end), by_start=True)
+    after, after_ratios = _window(group.containers, period_us, until, max(until, after_end))
     return judge_effect(
         before,
         after,
@@ -204,27 +206,34 @@ def effect_of(group: Group, now: datetime, next_change_at: datetime | None = Non
     )
 
 
-def next_changes(groups: Sequence[Group]) -> dict[int, datetime | None]:
-    """lead id → when the next change of one of the group's containers, not of the group, had not happened yet."""
+def neighbour_changes(groups: Sequence[Group]) -> dict[int, tuple[datetime | None, datetime | None]]:
+    """lead id → (when the previous change of the group's earlier containers, not of the group, was seen; when the
+    next change of its containers had not happened yet), None where there is none."""
     gap = timedelta(seconds=settings.CPUTUNE_COLLECT_INTERVAL)
-    later = (
-        ContainerChange.objects.filter(container_id__in={cid for g in groups for cid in g.containers})
+    ids = {cid for g in groups for cid in g.containers | g.before_containers}
+    by_container: dict[int, list[tuple[int | None, datetime, datetime]]] = defaultdict(list)
+    for container_id, group_id, seen_at, since in (
+        ContainerChange.objects.filter(container_id__in=ids)
         .order_by("seen_at")
         .values_list("container_id", "group_id", "seen_at", "since")
-    )
-    by_container: dict[int, list[tuple[int | None, datetime, datetime]]] = defaultdict(list)
-    for container_id, group_id, seen_at, since in later:
+    ):
         by_container[container_id].append((group_id, seen_at, since or seen_at - gap))
-    out: dict[int, datetime | None] = {}
+    out: dict[int, tuple[datetime | None, datetime | None]] = {}
     for group in groups:
-        until = group.until
-        bounds = [
+        first, until, own = min(c.seen_at for c in group.changes), group.until, group.lead.pk
+        earlier = [
+            seen_at
+            for cid in group.before_containers
+            for group_id, seen_at, _ in by_container.get(cid, [])
+            if seen_at < first and group_id != own
+        ]
+        later = [
             bound
             for cid in group.containers
             for group_id, seen_at, bound in by_container.get(cid, [])
-            if seen_at > until and group_id != group.lead.pk
+            if seen_at > until and group_id != own
         ]
-        out[group.lead.pk] = min(bounds, default=None)
+        out[own] = (max(earlier, default=None), min(later, default=None))
     return out
 
 
@@ -318,12 +327,12 @@ def change_rows(changes: Iterable[ContainerChange], now: datetime | None = None)
     None, never 0."""
     now = now or timezone.now()
     groups = groups_of(changes)
-    following = next_changes(groups)
+    neighbours = neighbour_changes(groups)
     rows = []
     for group in groups:
         change = group.lead
         pod = change.container.pod
-        effect = effect_of(group, now, following.get(change.pk))
+        effect = effect_of(group, now, neighbours[change.pk])
         before, after = effect.before, effect.after
         rows.append(
             {

@@ -174,7 +174,10 @@ def refresh_part(
             if window == Window.HOUR:
                 rows_by = hour_rows(list(periods), start, now)
                 summaries = summarize_hour(periods, rows_by, start, now)
-                record_thread_levels(rows_by, current)  # from the samples just read: the series' own changes
+                # From the samples just read: the series' own changes, checked against the plan that stood before
+                # them while it still stands (this part's findings are written below).
+                if record_thread_levels(rows_by, current):
+                    note_followed_advice(cluster, now, policy)
             else:
                 summaries = summaries_of(periods, window, start, now)
             per_period = _period_evidence(current, start, now)

@@ -162,5 +162,37 @@ def _assign(members: dict[int, list[int]]) -> None:
 
 
 def group_alone(change_ids: Sequence[int]) -> None:
-    """Changes that stand for themselves (a thread count's new level: found in one container's own series)."""
+    """Changes that stand for themselves."""
     ContainerChange.objects.filter(pk__in=list(change_ids), group__isnull=True).update(group_id=F("id"))
+
+
+def group_series_changes(change_ids: Sequence[int], gap: timedelta) -> None:
+    """Changes found in a series (a thread count's new level, between two samples): each joins the group of another
+    change of its container that may have happened in the same interval — the restart that brought the new count
+    up, say — and otherwise stands for itself. `gap`: how long before its `seen_at` a change without `since` may
+    have happened."""
+    fresh = list(ContainerChange.objects.filter(pk__in=list(change_ids), group__isnull=True))
+    if not fresh:
+        return
+    others = defaultdict(list)
+    for other in ContainerChange.objects.filter(
+        container_id__in={c.container_id for c in fresh},
+        group__isnull=False,
+        seen_at__gte=min(c.since or c.seen_at - gap for c in fresh),
+        seen_at__lte=max(c.seen_at for c in fresh) + gap,
+    ).only("container_id", "group_id", "seen_at", "since"):
+        others[other.container_id].append(other)
+    alone = []
+    for change in fresh:
+        start = change.since or change.seen_at - gap
+        overlapping = [
+            o
+            for o in others[change.container_id]
+            if (o.since or o.seen_at - gap) < change.seen_at and start < o.seen_at
+        ]
+        if overlapping:
+            change.group_id = min(overlapping, key=lambda o: o.seen_at).group_id
+            change.save(update_fields=["group"])
+        else:
+            alone.append(change.pk)
+    group_alone(alone)

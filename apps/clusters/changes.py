@@ -17,9 +17,11 @@ series (`record_thread_changes`). Each write ends by grouping what it recorded (
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from .change_groups import TEMPLATE_KINDS, group_alone, group_changes, open_rollouts
+from django.conf import settings
+
+from .change_groups import TEMPLATE_KINDS, group_changes, group_series_changes, open_rollouts
 from .info import ContainerInfo, NodeInfo, PodInfo
 from .models import Cluster, Container, ContainerChange, Node, Pod
 
@@ -253,7 +255,7 @@ def record_thread_changes(found: Sequence[tuple[int, datetime, datetime, int, in
     A level recorded already is not recorded again. Returns changes recorded."""
     if not found:
         return 0
-    made = ContainerChange.objects.bulk_create(
+    ContainerChange.objects.bulk_create(
         [
             ContainerChange(
                 container_id=cid, since=since, seen_at=at, kind=Kind.THREADS, before=str(old), after=str(new)
@@ -262,8 +264,10 @@ def record_thread_changes(found: Sequence[tuple[int, datetime, datetime, int, in
         ],
         ignore_conflicts=True,
     )
-    fresh = ContainerChange.objects.filter(
-        container_id__in={cid for cid, *_ in found}, kind=Kind.THREADS, group__isnull=True
-    ).values_list("id", flat=True)
-    group_alone(list(fresh))
-    return len(made)
+    fresh = list(
+        ContainerChange.objects.filter(
+            container_id__in={cid for cid, *_ in found}, kind=Kind.THREADS, group__isnull=True
+        ).values_list("id", flat=True)
+    )
+    group_series_changes(fresh, timedelta(seconds=settings.CPUTUNE_COLLECT_INTERVAL))
+    return len(fresh)

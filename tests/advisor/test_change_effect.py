@@ -86,8 +86,9 @@ def test_a_raise_that_worked_is_improved_with_the_windows_figures():
     assert row["after_throttle_ratio"] == pytest.approx(0.03, abs=0.01)
     assert row["window_seconds"] == 3600
     # Nothing mixed across the change: neither the reading at -0:55 (its interval ends after the inventory before)
-    # nor the one at 0:05 (its interval starts before the inventory that saw it) is in a window.
-    assert row["before_periods"] == row["after_periods"] == 60 * 600
+    # nor the one at 0:05 (its interval starts before the inventory that saw it) is in a window; each window holds
+    # the 59 one-minute intervals wholly inside its hour.
+    assert row["before_periods"] == row["after_periods"] == 59 * 600
 
 
 def test_a_raise_that_did_not_help_is_said_so():
@@ -265,8 +266,26 @@ def test_a_rollout_is_one_change_its_earlier_pod_before_and_its_new_pods_after()
     assert row["also_changed"] == [{"kind": "request", "before": "200", "after": "400"}]
     assert row["rollout_from_pod"] == "web-5d8f-aaaaa" and row["seen_until"] == row["seen_at"] == change_at
     # Before: the old pod's hour; after: both new pods' samples together (ratios of sums, per-sample usage).
-    assert row["before_periods"] == 60 * 600 and row["after_periods"] == 2 * 60 * 600
+    assert row["before_periods"] == 59 * 600 and row["after_periods"] == 2 * 59 * 600
     assert row["before_throttle_ratio"] == pytest.approx(0.8, abs=0.002)
     assert row["after_throttle_ratio"] == pytest.approx(0.15, abs=0.002)
     assert row["before_usage_p95_mcpu"] == pytest.approx(200) and row["after_usage_p95_mcpu"] == pytest.approx(300)
     assert row["verdict"] == "improved"
+
+
+def test_windows_stop_at_the_neighbouring_changes():
+    from apps.clusters.models import Container, ContainerChange
+
+    raised(ratio_after=0.03, minutes_after=70)  # a raise 70 minutes ago, 80% → 3%
+    now = timezone.now().replace(microsecond=0)
+    later = f.change(Container.objects.get(name="app"), "image", "app:1", "app:2", now - timedelta(minutes=40))
+    raise_seen = ContainerChange.objects.get(kind="limit").seen_at
+    rows = {row["kind"]: row for row in change_rows(changes_of(Cluster.objects.get(), "shop", now - timedelta(days=1)))}
+    # Between the raise and where the new image may have come (a collection before it was seen): 29 minutes, on
+    # both sides of both changes, so neither holds the other's samples.
+    between = (later.seen_at - timedelta(seconds=60) - raise_seen).total_seconds()
+    assert 29 * 60 <= between < 29 * 60 + 5
+    assert rows["limit"]["window_seconds"] == rows["image"]["window_seconds"] == between
+    # The image's before-window starts where the raise was seen: only the 3% after it, none of the 80% before.
+    assert rows["image"]["before_throttle_ratio"] == pytest.approx(0.03, abs=0.01)
+    assert rows["limit"]["after_throttle_ratio"] == pytest.approx(0.03, abs=0.01)

@@ -3,6 +3,7 @@ reads, once, with the readings before and after it as its windows; noise around 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
@@ -86,7 +87,61 @@ def test_the_refresh_records_a_thread_count_once_with_its_effect(settings):
     assert change.group == change
 
     [row] = change_rows(changes_of(cluster, "shop", now - timedelta(hours=2)), now=now)
-    # 20 minutes on each side; the reading at minute 25 spans the change and is in neither window.
+    # 20 minutes on each side, the 20 intervals wholly inside each (minutes 4–24 and 25–45); the reading at minute
+    # 25 spans the change and is in neither window.
     assert row["window_seconds"] == 1200 and row["before_periods"] == row["after_periods"] == 20 * 600
     assert row["before_throttle_ratio"] == pytest.approx(0.9) and row["after_throttle_ratio"] == pytest.approx(0.2)
     assert row["verdict"] == "improved"
+
+
+def _inventory(cluster: Cluster, at: datetime, restarts: int) -> None:
+    pod = _pod()
+    pod = replace(pod, containers=(replace(pod.containers[0], restarts=restarts),))
+    ingest(cluster, Batch(nodes=[NodeInfo(name="n1", capacity_mcpu=4000)], pods=[pod]), now=at)
+
+
+@pytest.mark.django_db
+def test_a_restart_that_brings_a_new_thread_count_is_one_change(settings):
+    settings.CPUTUNE_CHANGE_WINDOW = 20 * 60
+    now = timezone.now().replace(second=0, microsecond=0)
+    start = now - timedelta(minutes=50)
+    cluster = Cluster.objects.create(name="c")
+    _inventory(cluster, start, 0)
+    _inventory(cluster, start + timedelta(minutes=23, seconds=30), 0)
+    _series(cluster, start, 50, threads_at=25, level=(9, 3))
+    _inventory(cluster, start + timedelta(minutes=24, seconds=30), 1)  # restarted with fewer threads
+    refresh_part(cluster, None, now=now, windows=["1h"])
+
+    [row] = change_rows(changes_of(cluster, "shop", now - timedelta(hours=2)), now=now)
+    # The restart, seen first, stands for the change (its id does not move); the thread count found three samples
+    # later joins it, as it may have come at the same moment.
+    assert (row["kind"], row["before"], row["after"]) == ("restart", "0", "1")
+    assert row["also_changed"] == [{"kind": "threads", "before": "9", "after": "3"}]
+    # From the inventory before the restart to the first sample at the new level: 19 intervals before, 20 after.
+    assert row["seen_until"] == start + timedelta(minutes=25)
+    assert (row["before_periods"], row["after_periods"]) == (19 * 600, 20 * 600)
+
+
+@pytest.mark.django_db
+def test_fewer_threads_after_cut_threads_stood_is_that_advice_followed(settings):
+    from apps.advisor.models import Finding
+    from apps.clusters.models import Container
+
+    settings.CPUTUNE_CHANGE_WINDOW = 20 * 60
+    now = timezone.now().replace(second=0, microsecond=0)
+    start = now - timedelta(minutes=50)
+    cluster = Cluster.objects.create(name="c")
+    ingest(cluster, Batch(nodes=[NodeInfo(name="n1", capacity_mcpu=4000)], pods=[_pod()]), now=start)
+    _series(cluster, start, 50, threads_at=25, level=(9, 3))
+    Finding.objects.create(
+        container=Container.objects.get(name="indexer"), cluster=cluster, namespace="shop", window="1h",
+        computed_at=start + timedelta(minutes=20), window_end=start + timedelta(minutes=20),
+        recommendations=[{"kind": "cut_threads", "severity": "warning", "summary": "Cut threads", "detail": "",
+                          "suggested_request_mcpu": None, "suggested_limit_mcpu": None,
+                          "expected_throttle_ratio_max": 0.25, "expected_basis": "with the limit at 200m"}],
+    )  # fmt: skip
+    refresh_part(cluster, None, now=now, windows=["1h"])  # finds the change, checks it, then replaces the finding
+
+    [row] = change_rows(changes_of(cluster, "shop", now - timedelta(hours=2)), now=now)
+    assert (row["kind"], row["followed_advice"], row["expected_throttle_ratio_max"]) == ("threads", "cut_threads", 0.25)
+    assert row["verdict"] == "improved" and row["advice_worked"] is True  # 90% → 20%, at most 25% said
