@@ -1,6 +1,7 @@
 """Was a change our advice? Each change of CPU limit, request or thread count is compared, once, with the plan that
 stood before it (docs/domain.md#advice-followed): the same kind of value within one rounding step of the suggestion;
-for threads, which no advice gives a count of, cut_threads for fewer and add_threads for more."""
+for threads, which no advice gives a count of, cut_threads for fewer and add_threads for more, and likewise for a
+runtime's parallelism knob in the CPU env vars (GOMAXPROCS lowered: cut_threads)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from datetime import datetime
 
 from django.db.models import F
 
+from apps.clusters.changes import env_of_text
 from apps.clusters.models import Cluster, ContainerChange
 
 from .changes import advice_worked, effect_of, groups_of, neighbour_changes
 from .facts import Policy
 from .models import ChangeAdvice, Finding, Window
+from .runtimes import parallelism_knob
 
 # change kind → the recommendation field whose value it sets, and the policy's step for it
 _SUGGESTS = {
@@ -30,8 +33,15 @@ def followed(change_kind: str, before: str, after: str, plan: list[dict], policy
     if change_kind == ContainerChange.Kind.THREADS:
         if not (before.isdigit() and after.isdigit()) or before == after:
             return None
-        wanted = _THREADS[int(after) < int(before)]
-        return next((rec for rec in plan if rec.get("kind") == wanted), None)
+        wanted = {_THREADS[int(after) < int(before)]}
+        return next((rec for rec in plan if rec.get("kind") in wanted), None)
+    if change_kind == ContainerChange.Kind.ENV:
+        # A runtime's parallelism knob set, lowered or raised: what cut_threads and add_threads ask for.
+        old, new = parallelism_knob(env_of_text(before)), parallelism_knob(env_of_text(after))
+        if new is None or new == old:
+            return None
+        wanted = {_THREADS[True], _THREADS[False]} if old is None else {_THREADS[new < old]}
+        return next((rec for rec in plan if rec.get("kind") in wanted), None)
     if change_kind not in _SUGGESTS or not after.isdigit():
         return None
     field, step = _SUGGESTS[ContainerChange.Kind(change_kind)]
@@ -42,7 +52,7 @@ def followed(change_kind: str, before: str, after: str, plan: list[dict], policy
     return None
 
 
-_CHECKED = (*_SUGGESTS, ContainerChange.Kind.THREADS)
+_CHECKED = (*_SUGGESTS, ContainerChange.Kind.THREADS, ContainerChange.Kind.ENV)
 
 
 def note_followed_advice(cluster: Cluster, now: datetime, policy: Policy) -> int:

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from apps.clusters.change_groups import KIND_ORDER
 from apps.clusters.models import Cluster, ContainerChange
 from apps.telemetry.counters import throttle_ratio
 from apps.telemetry.selectors import aware, latest_sample_rows, sample_rows
@@ -129,10 +130,7 @@ class Group:
         thread count), in kind order."""
         lead = self.lead
         same = [c for c in self.changes if c.container_id == lead.container_id and c.pk != lead.pk]
-        return sorted(same, key=lambda c: (_KIND_ORDER.index(c.kind), c.seen_at))
-
-
-_KIND_ORDER = list(ContainerChange.Kind.values)
+        return sorted(same, key=lambda c: (KIND_ORDER.index(ContainerChange.Kind(c.kind)), c.seen_at))
 
 
 def groups_of(leads: Iterable[ContainerChange]) -> list[Group]:

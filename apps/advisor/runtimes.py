@@ -239,6 +239,18 @@ def _count(value: str) -> int | None:
     return int(text) if text.isascii() and text.isdigit() and len(text) <= 6 else None
 
 
+def parallelism_knob(env: Mapping[str, str]) -> int | None:
+    """The parallelism a runtime's CPU knob in the spec sets (GOMAXPROCS, -XX:ActiveProcessorCount,
+    DOTNET_PROCESSOR_COUNT, UV_THREADPOOL_SIZE, PYTHON_CPU_COUNT, the first set in that order); None when none is."""
+    jvm = active_processor_count(env)
+    for key in ("GOMAXPROCS", "JVM", "DOTNET_PROCESSOR_COUNT", "UV_THREADPOOL_SIZE", "PYTHON_CPU_COUNT"):
+        value = (jvm[1] if jvm else None) if key == "JVM" else env.get(key)
+        count = _count(value) if value is not None else None
+        if count is not None:
+            return count
+    return None
+
+
 def active_processor_count(env: Mapping[str, str]) -> tuple[str, str] | None:
     """(variable, value) of the -XX:ActiveProcessorCount the spec's JVM options set, the last one winning as the JVM
     reads them (_JAVA_OPTIONS after the launcher's and the tool options)."""

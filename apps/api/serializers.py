@@ -435,7 +435,7 @@ class ChangeRowSerializer(serializers.Serializer):
     workload_name = serializers.CharField(allow_null=True)
     pod = serializers.CharField()
     container = serializers.CharField()
-    kind = _choice(CHANGE_KINDS, help_text="limit, request, image, restart, node, kernel or threads.")
+    kind = _choice(CHANGE_KINDS, help_text="limit, request, image, restart, node, kernel, threads or env.")
     before = serializers.CharField(allow_null=True, help_text="The value before (millicores for limit and request).")
     after = serializers.CharField(allow_null=True, help_text="The value after; null: none (a limit dropped).")
     seen_at = serializers.DateTimeField(help_text="The inventory that saw it: it happened at most one cycle before.")

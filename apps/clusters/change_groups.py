@@ -3,7 +3,7 @@ the chat show as one change with one effect:
 
 - what one container's inventory shows at once: a resize of limit and request, a new image with its restart, a
   node's new kernel with the restart its reboot caused;
-- the pods of one workload that change their template values (limit, request, image) the same way, each within
+- the pods of one workload that change their template values (limit, request, image, CPU env vars) the same way, each within
   ROLLOUT_GAP of the one before: a rollout, whether its pods are new (a Deployment's ReplicaSet) or keep their names
   (a StatefulSet), seen over one collection or many;
 - the containers of one workload whose other changes are the same at one instant (a node's new kernel on two
@@ -24,8 +24,8 @@ from django.db.models import F
 from .models import Cluster, ContainerChange
 
 Kind = ContainerChange.Kind
-TEMPLATE_KINDS = (Kind.LIMIT, Kind.REQUEST, Kind.IMAGE)  # what a workload's pod template sets
-KIND_ORDER = (Kind.LIMIT, Kind.REQUEST, Kind.IMAGE, Kind.THREADS, Kind.RESTART, Kind.NODE, Kind.KERNEL)
+TEMPLATE_KINDS = (Kind.LIMIT, Kind.REQUEST, Kind.IMAGE, Kind.ENV)  # what a workload's pod template sets
+KIND_ORDER = (Kind.LIMIT, Kind.REQUEST, Kind.IMAGE, Kind.ENV, Kind.THREADS, Kind.RESTART, Kind.NODE, Kind.KERNEL)
 # A workload's pods changing the same way belong to one rollout while each comes within this of the one before: a
 # rolling update replaces pods one readiness check at a time, a DaemonSet's node by node.
 ROLLOUT_GAP = timedelta(minutes=15)

@@ -4,6 +4,7 @@ load tables). The rules are one list, `CHANGE_RULES`, that both follow:
 
 - limit, request: the applied value differs (None ↔ a value counts: a limit set or dropped);
 - image: both known and different;
+- env: the CPU env vars the spec sets (GOMAXPROCS and the like, apps/clusters/info.py) differ, set ↔ unset too;
 - restart: the restart count went up;
 - node: both nodes known and different (the pod was replaced on another node under the same name).
 
@@ -26,6 +27,27 @@ from .info import ContainerInfo, NodeInfo, PodInfo
 from .models import Cluster, Container, ContainerChange, Node, Pod
 
 Kind = ContainerChange.Kind
+# A pod the readings named before any inventory listed it is stored bare (telemetry's ingest): no QoS class, which
+# every inventory gives. Its values are not known yet, so its first listing is its first sight, not a change.
+UNLISTED = ""
+
+# A container's CPU env vars in a change's words, in SQL and in Python alike: "GOMAXPROCS=2; UV_THREADPOOL_SIZE=8",
+# by name in byte order, cut to the column's length.
+ENV_TEXT_CHARS = 500
+_ENV_TEXT_SQL = (
+    "COALESCE(LEFT((SELECT string_agg(e.key || '=' || e.value, '; ' ORDER BY e.key COLLATE \"C\") "
+    "FROM jsonb_each_text({env}) e), " + str(ENV_TEXT_CHARS) + "), '')"
+)
+
+
+def env_text(env: Iterable[tuple[str, str]]) -> str:
+    return "; ".join(f"{key}={value}" for key, value in sorted(env))[:ENV_TEXT_CHARS]
+
+
+def env_of_text(text: str) -> dict[str, str]:
+    """env_text read back (a value holding "; " reads short: the words are for people first)."""
+    return dict(part.partition("=")[::2] for part in text.split("; ") if "=" in part)
+
 
 # kind → SQL (over stored c, nb and incoming l, na) giving (before, after, changed); the Python twin is _changes().
 CHANGE_RULES = {
@@ -40,6 +62,11 @@ CHANGE_RULES = {
         "c.request_mcpu IS DISTINCT FROM l.request_mcpu",
     ),
     Kind.IMAGE: ("c.image", "COALESCE(l.image, '')", "c.image <> '' AND l.image <> '' AND c.image <> l.image"),
+    Kind.ENV: (
+        _ENV_TEXT_SQL.format(env="c.cpu_env"),
+        _ENV_TEXT_SQL.format(env="l.cpu_env"),
+        "COALESCE(c.cpu_env, '{}') <> COALESCE(l.cpu_env, '{}')",
+    ),
     Kind.RESTART: ("c.restarts::text", "l.restarts::text", "l.restarts > c.restarts"),
     Kind.NODE: ("nb.name", "na.name", "nb.id IS NOT NULL AND na.id IS NOT NULL AND nb.id <> na.id"),
 }
@@ -55,7 +82,7 @@ LEFT JOIN clusters_node nb ON nb.id = p.node_id
 LEFT JOIN clusters_node na ON na.id = pl.node_id
 CROSS JOIN LATERAL (VALUES {", ".join(f"('{kind}', {b}, {a}, {changed})" for kind, (b, a, changed) in CHANGE_RULES.items())})
     AS k(kind, before, after, changed)
-WHERE k.changed
+WHERE k.changed AND p.qos_class <> ''
 ORDER BY c.id, k.kind
 ON CONFLICT DO NOTHING
 """  # noqa: S608 — the SQL comes from this module's constants, never from input
@@ -65,18 +92,20 @@ def _text(value: int | str | None) -> str:
     return "" if value is None else str(value)
 
 
-# id, request, limit, image, restarts, node, when the pod was seen before
-_Stored = tuple[int, int | None, int | None, str, int, str | None, datetime | None]
+# id, request, limit, image, CPU env, restarts, node, when the pod was seen before
+_Stored = tuple[int, int | None, int | None, str, dict, int, str | None, datetime | None]
 
 
 def _changes(stored: _Stored, incoming_container: ContainerInfo, incoming_node: str) -> Iterable[tuple[str, str, str]]:
-    _, request, limit, image, restarts, node, _ = stored
+    _, request, limit, image, env, restarts, node, _ = stored
     if limit != incoming_container.limit_mcpu:
         yield Kind.LIMIT, _text(limit), _text(incoming_container.limit_mcpu)
     if request != incoming_container.request_mcpu:
         yield Kind.REQUEST, _text(request), _text(incoming_container.request_mcpu)
     if image and incoming_container.image and image != incoming_container.image:
         yield Kind.IMAGE, image, incoming_container.image
+    if dict(env or {}) != dict(incoming_container.cpu_env):
+        yield Kind.ENV, env_text((env or {}).items()), env_text(incoming_container.cpu_env)
     if incoming_container.restarts > restarts:
         yield Kind.RESTART, str(restarts), str(incoming_container.restarts)
     if node and incoming_node and node != incoming_node:
@@ -90,11 +119,11 @@ def record_changes(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, kno
     by_key = {(p.namespace, p.name): p for p in pods}
     rows = Container.objects.filter(
         pod__cluster=cluster, pod__name__in={name for _, name in by_key}
-    ).values_list("pod__namespace", "pod__name", "name", "id", "request_mcpu", "limit_mcpu", "image", "restarts",
-                  "pod__node__name", "pod__last_seen")  # fmt: skip
+    ).exclude(pod__qos_class=UNLISTED).values_list("pod__namespace", "pod__name", "name", "id", "request_mcpu", "limit_mcpu", "image", "cpu_env",
+                  "restarts", "pod__node__name", "pod__last_seen")  # fmt: skip
     stored: dict[tuple[str, str, str], _Stored] = {
-        (ns, pod, name): (cid, request, limit, image, restarts, node, seen)
-        for ns, pod, name, cid, request, limit, image, restarts, node, seen in rows
+        (ns, pod, name): (cid, request, limit, image, env, restarts, node, seen)
+        for ns, pod, name, cid, request, limit, image, env, restarts, node, seen in rows
     }
     changes = []
     for key, pod in by_key.items():
@@ -106,7 +135,7 @@ def record_changes(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, kno
             for kind, before, after in _changes(values, container, node):
                 changes.append(
                     ContainerChange(
-                        container_id=values[0], seen_at=now, since=values[6], kind=kind, before=before, after=after
+                        container_id=values[0], seen_at=now, since=values[7], kind=kind, before=before, after=after
                     )
                 )
     ContainerChange.objects.bulk_create(changes, batch_size=2000, ignore_conflicts=True)
@@ -117,19 +146,21 @@ NAMES_PER_QUERY = 5000
 
 
 def new_pod_keys(cluster: Cluster, pods: Sequence[PodInfo]) -> set[tuple[str, str]]:
-    """The (namespace, name) of the pods among `pods` that are not stored yet (asked before they are upserted)."""
+    """The (namespace, name) of the pods among `pods` that no inventory listed yet (asked before they are upserted):
+    not stored, or stored bare from readings."""
     keys = {(p.namespace, p.name) for p in pods}
     names = sorted({name for _, name in keys})
     stored: set[tuple[str, str]] = set()
     for start in range(0, len(names), NAMES_PER_QUERY):  # SQLite takes at most 32,766 parameters a statement
         chunk = names[start : start + NAMES_PER_QUERY]
-        stored.update(Pod.objects.filter(cluster=cluster, name__in=chunk).values_list("namespace", "name"))
+        listed = Pod.objects.filter(cluster=cluster, name__in=chunk).exclude(qos_class=UNLISTED)
+        stored.update(listed.values_list("namespace", "name"))
     return keys - stored
 
 
 def record_rollout_changes(cluster: Cluster, new_pods: Sequence[PodInfo], now: datetime) -> int:
     """New pods of a workload whose earlier pods ran a container of the same name with another applied limit or
-    request, or another image: the workload's template changed. Each is recorded on the new container, `previous`
+    request, another image or other CPU env vars: the workload's template changed. Each is recorded on the new container, `previous`
     being the earlier pod's container seen last. A new pod like its earlier pods while the workload's rollout goes on
     (change_groups.open_rollouts), with that rollout's values, is one more pod of it: it gets the rollout's changes.
     Called after the upsert (the new containers have ids); returns changes recorded."""
@@ -146,16 +177,16 @@ def record_rollout_changes(cluster: Cluster, new_pods: Sequence[PodInfo], now: d
             pod__workload_name__in={name for _, _, name in workloads},
         )
         .order_by("pod__last_seen", "id")
-        .values_list("id", "name", "request_mcpu", "limit_mcpu", "image", "pod__namespace", "pod__name",
+        .values_list("id", "name", "request_mcpu", "limit_mcpu", "image", "cpu_env", "pod__namespace", "pod__name",
                      "pod__workload_kind", "pod__workload_name")
     )  # fmt: skip
-    earlier: dict[tuple[str, str, str, str], tuple[int, int | None, int | None, str]] = {}
+    earlier: dict[tuple[str, str, str, str], tuple[int, int | None, int | None, str, dict]] = {}
     created: dict[tuple[str, str, str], int] = {}
-    for row_id, name, request, limit, image, ns, pod_name, kind, workload in rows:
+    for row_id, name, request, limit, image, env, ns, pod_name, kind, workload in rows:
         if (ns, pod_name) in new_keys:
             created[(ns, pod_name, name)] = row_id
         elif (ns, kind, workload) in workloads:
-            earlier[(ns, kind, workload, name)] = (row_id, request, limit, image)  # the one seen last wins
+            earlier[(ns, kind, workload, name)] = (row_id, request, limit, image, env)  # the one seen last wins
     changes: list[ContainerChange] = []
     alike: list[tuple[int, ContainerInfo, tuple[str, str, str, str]]] = []  # new containers like the earlier ones
     for new_pod in new_pods:
@@ -165,8 +196,8 @@ def record_rollout_changes(cluster: Cluster, new_pods: Sequence[PodInfo], now: d
             cid = created.get((new_pod.namespace, new_pod.name, container.name))
             if before is None or cid is None:
                 continue
-            previous, request, limit, image = before
-            stored: _Stored = (previous, request, limit, image, container.restarts, None, None)
+            previous, request, limit, image, env = before
+            stored: _Stored = (previous, request, limit, image, env, container.restarts, None, None)
             found = [
                 ContainerChange(container_id=cid, previous_id=previous, seen_at=now, kind=kind, before=old, after=new)
                 for kind, old, new in _changes(stored, container, "")
@@ -193,6 +224,7 @@ def _rollout_members(
             Kind.LIMIT: _text(container.limit_mcpu),
             Kind.REQUEST: _text(container.request_mcpu),
             Kind.IMAGE: container.image or "",
+            Kind.ENV: env_text(container.cpu_env),
         }
         if all(kind in TEMPLATE_KINDS and values[Kind(kind)] == after for kind, _, after in rollout.transitions):
             members += [

@@ -170,7 +170,8 @@ class Container(models.Model):
 
 class ContainerChange(models.Model):
     """A change the inventory saw on a stored container: its applied CPU limit or request (an in-place resize counts
-    when the status applies it), its image, a restart, its pod moving to another node, or its node's kernel
+    when the status applies it), its image, its CPU env vars (GOMAXPROCS and the like), a restart, its pod moving to
+    another node, or its node's kernel
     (recorded on every container the node runs); or, for a new pod of a workload, a limit, request or image unlike
     its earlier pods' (a rollout; `previous` is that earlier container). The refresh adds one more kind from the
     series: the thread count settling at a new level (`threads`).
@@ -190,6 +191,7 @@ class ContainerChange(models.Model):
         NODE = "node", "node"
         KERNEL = "kernel", "node's kernel"
         THREADS = "threads", "thread count"
+        ENV = "env", "CPU env vars"
 
     container = models.ForeignKey(Container, on_delete=models.CASCADE, related_name="changes")
     # A rollout: the workload's earlier pod whose container ran the values before (its series is the "before").

@@ -145,3 +145,42 @@ def test_fewer_threads_after_cut_threads_stood_is_that_advice_followed(settings)
     [row] = change_rows(changes_of(cluster, "shop", now - timedelta(hours=2)), now=now)
     assert (row["kind"], row["followed_advice"], row["expected_throttle_ratio_max"]) == ("threads", "cut_threads", 0.25)
     assert row["verdict"] == "improved" and row["advice_worked"] is True  # 90% → 20%, at most 25% said
+
+
+CUT = {"kind": "cut_threads", "summary": "Cut threads"}
+ADD = {"kind": "add_threads", "summary": "Add threads"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "before", "after", "plan", "followed_kind"),
+    [
+        ("threads", "9", "3", [CUT], "cut_threads"),
+        ("threads", "3", "9", [CUT], None),  # more threads do not carry out a cut
+        ("threads", "3", "9", [CUT, ADD], "add_threads"),
+        ("env", "GOMAXPROCS=8", "GOMAXPROCS=2", [CUT], "cut_threads"),
+        ("env", "", "GOMAXPROCS=2", [CUT], "cut_threads"),  # set where the runtime took every CPU
+        ("env", "", "GOMAXPROCS=2", [ADD], "add_threads"),
+        (
+            "env",
+            "JAVA_TOOL_OPTIONS=-XX:ActiveProcessorCount=2",
+            "JAVA_TOOL_OPTIONS=-XX:ActiveProcessorCount=4",
+            [CUT],
+            None,
+        ),
+        (
+            "env",
+            "JAVA_TOOL_OPTIONS=-Xmx1g -XX:ActiveProcessorCount=2",
+            "JAVA_TOOL_OPTIONS=-XX:ActiveProcessorCount=4",
+            [ADD],
+            "add_threads",
+        ),
+        ("env", "GOMAXPROCS=2", "", [CUT, ADD], None),  # a knob dropped sets nothing
+    ],
+)
+def test_a_thread_count_or_a_runtimes_knob_carries_out_the_thread_advice_its_way(kind, before, after, plan,
+                                                                                  followed_kind):  # fmt: skip
+    from apps.advisor.advice_followed import followed
+    from apps.advisor.facts import Policy
+
+    rec = followed(kind, before, after, plan, Policy())
+    assert (rec["kind"] if rec else None) == followed_kind

@@ -217,3 +217,45 @@ def test_a_reboot_into_a_new_kernel_is_one_change_with_its_restarts_on_each_work
         [("web-0", "kernel", "5.15.0-1034-aws", "6.18.44-fc"), ("web-1", "kernel", "5.15.0-1034-aws", "6.18.44-fc"),
          ("web-0", "restart", "0", "1"), ("web-1", "restart", "0", "1")],
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_pod_read_before_it_was_listed_is_first_seen_at_its_listing(method):
+    from apps.telemetry.ingest import ingest_readings
+
+    cluster = f.cluster("early")
+    old = in_workload(resized_pod(), "web-5d8f-abcde")
+    store(cluster, [old], 0, method)
+    # The scrape names two pods the inventory has not listed yet (they started between the pod list and the scrape):
+    # stored bare, with no limit or request known.
+    early = [with_limit(in_workload(old, "web-7c9a-fghij"), "800m"), in_workload(resized_pod(), "loner")]
+    readings = [f.reading(1, periods=10, throttled=0, usage_s=1.0, pod=p["metadata"]["name"], namespace="default",
+                          container="resized-container") for p in early]  # fmt: skip
+    ingest_readings(cluster, readings, now=f.T0 + timedelta(minutes=1))
+    assert ContainerChange.objects.count() == 0
+    store(cluster, [old, *early], 2, method)
+    # The loner's limit is not a change from "none"; the workload's new pod is a rollout against its earlier pod.
+    assert groups() == [[("web-7c9a-fghij", "limit", "200", "800")]]
+
+
+def with_env(pod: dict[str, Any], **env: str) -> dict[str, Any]:
+    pod = copy.deepcopy(pod)
+    pod["spec"]["containers"][0]["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    return pod
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_rollout_that_only_sets_gomaxprocs_is_a_change_of_cpu_env_vars(method):
+    cluster = f.cluster("knobs")
+    old = with_env(in_workload(resized_pod(), "api-5d8f-abcde", workload="api"), GOMAXPROCS="8", HOME="/root")
+    store(cluster, [old], 0, method)
+    # The template's GOMAXPROCS went from 8 to 2 (and a JVM option came in); a variable that is no CPU knob is not
+    # kept, so changing it is no change.
+    new = with_env(in_workload(old, "api-7c9a-fghij", workload="api"), GOMAXPROCS="2", HOME="/home/app",
+                   JAVA_TOOL_OPTIONS="-XX:ActiveProcessorCount=2")  # fmt: skip
+    store(cluster, [old, new], 1, method)
+    assert groups() == [[("api-7c9a-fghij", "env", "GOMAXPROCS=8",
+                          "GOMAXPROCS=2; JAVA_TOOL_OPTIONS=-XX:ActiveProcessorCount=2")]]  # fmt: skip
+    # In place, on a pod that keeps its name: dropped altogether.
+    store(cluster, [old, with_env(new, HOME="/root")], 2, method)
+    assert groups()[-1] == [("api-7c9a-fghij", "env", "GOMAXPROCS=2; JAVA_TOOL_OPTIONS=-XX:ActiveProcessorCount=2", "")]

@@ -85,14 +85,14 @@ def kernel_bounds(cycles: list[Cycle], samples: list[Sample]) -> tuple[range, ra
 def windows(change_id: int, row: dict) -> tuple[list[Sample], list[Sample]]:
     """The samples each window holds by the rule in docs/domain.md#change-effect: the intervals wholly inside
     [since - window, since] and [last seen, last seen + window]."""
-    group = ContainerChange.objects.filter(group_id=change_id)
+    group = list(ContainerChange.objects.filter(group_id=change_id))
     since = min(c.since for c in group if c.since is not None)
     until = row["seen_until"]
     length = timedelta(seconds=row["window_seconds"])
-    samples = list(Sample.objects.filter(container=group.first().container, interval_s__isnull=False).order_by("ts"))
+    samples = list(Sample.objects.filter(container=group[0].container, interval_s__isnull=False).order_by("ts"))
 
     def start(s: Sample) -> datetime:
-        return s.ts - timedelta(seconds=s.interval_s)
+        return s.ts - timedelta(seconds=s.interval_s or 0)
 
     before = [s for s in samples if s.ts <= since and start(s) >= since - length]
     after = [s for s in samples if start(s) >= until and s.ts <= until + length]
@@ -102,8 +102,8 @@ def windows(change_id: int, row: dict) -> tuple[list[Sample], list[Sample]]:
 def check_against_the_kernel(cycles: list[Cycle], row: dict, before: list[Sample], after: list[Sample]) -> None:
     for side, samples in (("before", before), ("after", after)):
         assert len(samples) >= 5, (side, len(samples))
-        periods = sum(s.periods_delta for s in samples)
-        throttled = sum(s.throttled_periods_delta for s in samples)
+        periods = sum(s.periods_delta or 0 for s in samples)
+        throttled = sum(s.throttled_periods_delta or 0 for s in samples)
         assert row[f"{side}_periods"] == periods  # the row's figure is its window's samples'
         assert row[f"{side}_throttle_ratio"] == round(throttled / periods, 4)
         kernel_periods, kernel_throttled = kernel_bounds(cycles, samples)

@@ -4,7 +4,7 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 # The order in which one container's changes seen at once pick the one that stands for them (as change_groups.py).
-_KIND_ORDER = ("limit", "request", "image", "threads", "restart", "node", "kernel")
+_KIND_ORDER = ("limit", "request", "image", "env", "threads", "restart", "node", "kernel")
 
 
 def group_stored_changes(apps, schema_editor):
@@ -45,7 +45,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='containerchange',
             name='kind',
-            field=models.CharField(choices=[('limit', 'CPU limit'), ('request', 'CPU request'), ('image', 'image'), ('restart', 'restart'), ('node', 'node'), ('kernel', "node's kernel"), ('threads', 'thread count')], max_length=16),
+            field=models.CharField(choices=[('limit', 'CPU limit'), ('request', 'CPU request'), ('image', 'image'), ('restart', 'restart'), ('node', 'node'), ('kernel', "node's kernel"), ('threads', 'thread count'), ('env', 'CPU env vars')], max_length=16),
         ),
         migrations.RunPython(group_stored_changes, migrations.RunPython.noop),
         migrations.AddIndex(
