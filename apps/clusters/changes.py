@@ -50,6 +50,7 @@ def env_of_text(text: str) -> dict[str, str]:
 
 
 # kind → SQL (over stored c, nb and incoming l, na) giving (before, after, changed); the Python twin is _changes().
+# Before and after are worked out only where changed: every container of every inventory passes through here.
 CHANGE_RULES = {
     Kind.LIMIT: (
         "COALESCE(c.limit_mcpu::text, '')",
@@ -80,7 +81,7 @@ JOIN clusters_pod p ON p.cluster_id = %(cluster)s AND p.namespace = l.namespace 
 JOIN clusters_container c ON c.pod_id = p.id AND c.name = l.name
 LEFT JOIN clusters_node nb ON nb.id = p.node_id
 LEFT JOIN clusters_node na ON na.id = pl.node_id
-CROSS JOIN LATERAL (VALUES {", ".join(f"('{kind}', {b}, {a}, {changed})" for kind, (b, a, changed) in CHANGE_RULES.items())})
+CROSS JOIN LATERAL (VALUES {", ".join(f"('{kind}', CASE WHEN {changed} THEN {b} END, CASE WHEN {changed} THEN {a} END, {changed})" for kind, (b, a, changed) in CHANGE_RULES.items())})
     AS k(kind, before, after, changed)
 WHERE k.changed AND p.qos_class <> ''
 ORDER BY c.id, k.kind
