@@ -98,11 +98,18 @@ def _change_marks(container_ids: list[int], since: datetime, until: datetime) ->
     for container_id, seen_at, row in change_marks(container_ids, since, until):
         # Plotly reads annotation text as HTML: a name from the cluster (an image) is escaped.
         words = html.escape(change_words(row), quote=False)
-        kind = row["kind"]
-        what = transition_words(kind, row["before"], row["after"]) if kind in ("limit", "request", "threads") else kind
-        label = html.escape(f"{what}, {VERDICT_WORDS[row['verdict']]}", quote=False)
+        parts = [_mark_words(row), *(_mark_words(also) for also in row["also_changed"])]
+        label = html.escape(f"{', '.join(parts)}, {VERDICT_WORDS[row['verdict']]}", quote=False)
         marks.setdefault(container_id, []).append(charts.ChangeMark(seen_at, label, words))
     return marks
+
+
+def _mark_words(change: dict[str, Any]) -> str:
+    """A value that changed, short enough for a chart: "limit 200m → 400m", "threads 2 → 5"; other kinds by name."""
+    kind = change["kind"]
+    return (
+        transition_words(kind, change["before"], change["after"]) if kind in ("limit", "request", "threads") else kind
+    )
 
 
 def pod_page(cluster: str, namespace: str, pod: str, window: str, visibility: Visibility) -> dict[str, Any]:

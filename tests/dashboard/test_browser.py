@@ -701,8 +701,9 @@ def test_a_rollout_is_one_row_on_the_namespace_page_and_marked_on_each_new_pods_
         chart = page.locator(".js-plotly-plot").first
         chart.locator(".main-svg").first.wait_for()
         notes = chart.evaluate("el => el.layout.annotations.map(a => a.text)")
-        assert "limit 200m → 400m, improved" in notes, (pod, notes)
+        assert "limit 200m → 400m, request 200m → 400m, improved" in notes, (pod, notes)
         # Drawn, not only set: the mark at the new pod's first inventory is inside the axis, before its first sample.
-        assert page.locator(".annotation-text", has_text="limit 200m → 400m, improved").count() == 1, pod
+        drawn = page.locator(".annotation-text", has_text="limit 200m → 400m, request 200m → 400m, improved")
+        assert drawn.count() == 1, pod
     shoot_chart(page, "pod-rollout-marker")
     assert errors == []
