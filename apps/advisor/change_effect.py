@@ -134,17 +134,24 @@ def thread_noise(level: float) -> float:
     return max(2.0, 0.25 * level)
 
 
+def may_change_level(counts: Sequence[int | None]) -> bool:
+    """Whether thread counts (None or 0: not read) could hold a new level at all: enough readings, and two that
+    differ by more than the noise allowance of the lower. Most containers' do not: the refresh asks this first."""
+    read = [n for n in counts if n]
+    if len(read) < THREADS_BEFORE_MIN + THREADS_AFTER:
+        return False
+    low = min(read)
+    return max(read) - low > thread_noise(low)
+
+
 def thread_level_change(readings: Sequence[tuple[datetime, int | None]]) -> ThreadChange | None:
     """The first new level of a thread count in `readings` ((instant, threads), oldest first; None or 0: not
     read): THREADS_AFTER readings in a row all above the highest of the readings before them plus thread_noise of
     their median, or all below the lowest minus it. None when the count held its level."""
+    if not may_change_level([n for _, n in readings]):
+        return None
     counted = [(ts, n) for ts, n in readings if n]
-    if len(counted) < THREADS_BEFORE_MIN + THREADS_AFTER:
-        return None
     values = [n for _, n in counted]
-    low, high = min(values), max(values)
-    if high - low <= thread_noise(low):  # most containers: no reading differs enough from another
-        return None
     for i in range(THREADS_BEFORE_MIN, len(values) - THREADS_AFTER + 1):
         before = values[max(0, i - THREADS_BEFORE) : i]
         after = values[i : i + THREADS_AFTER]

@@ -31,7 +31,7 @@ from apps.telemetry.selectors import aware, latest_sample_rows, rollup_rows, sam
 
 from .advice_followed import note_followed_advice, settle_followed_advice
 from .cfs import SharesFloor, container_shares_floor, quota_ceiling_mcpu, shares_floor, weighted_pod_floors
-from .change_effect import thread_level_change
+from .change_effect import may_change_level, thread_level_change
 from .kernel import kernel_verdict
 from .models import WINDOW_SECONDS, Finding, Window
 from .pod_quota import pod_ceiling
@@ -391,7 +391,9 @@ def record_thread_levels(rows_by: dict[int, list[SampleRow]], container_ids: Ite
     candidates = {
         cid: rows
         for cid in container_ids
-        if (rows := rows_by.get(cid)) and thread_level_change([(r.ts, r.threads) for r in rows]) is not None
+        if (rows := rows_by.get(cid))
+        and may_change_level([r.threads for r in rows])
+        and thread_level_change([(r.ts, r.threads) for r in rows]) is not None
     }
     if not candidates:
         return 0
