@@ -184,3 +184,8 @@ def test_a_thread_count_or_a_runtimes_knob_carries_out_the_thread_advice_its_way
 
     rec = followed(kind, before, after, plan, Policy())
     assert (rec["kind"] if rec else None) == followed_kind
+
+
+def test_a_step_just_beyond_the_allowance_is_a_new_level():
+    found = thread_level_change(readings([8, 8, 8, 8, 8, 11, 11, 11]))  # 3 more than 8: the allowance is 2
+    assert found is not None and (found.before, found.after) == (8, 11)
