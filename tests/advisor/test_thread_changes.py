@@ -70,14 +70,21 @@ def _series(cluster: Cluster, start: datetime, minutes: int, threads_at: int, le
     ingest_readings(cluster, out, now=start + timedelta(minutes=minutes))
 
 
-@pytest.mark.django_db
-def test_the_refresh_records_a_thread_count_once_with_its_effect(settings):
+@pytest.fixture()
+def stepped(settings, db) -> tuple[Cluster, datetime, datetime]:
+    """A container listed once, then an hour of readings: 9 threads, 3 from minute 25 on; 20-minute windows.
+    Returns the cluster, the first reading's instant and now (the last's)."""
     settings.CPUTUNE_CHANGE_WINDOW = 20 * 60
     now = timezone.now().replace(second=0, microsecond=0)
     start = now - timedelta(minutes=50)
     cluster = Cluster.objects.create(name="c")
     ingest(cluster, Batch(nodes=[NodeInfo(name="n1", capacity_mcpu=4000)], pods=[_pod()]), now=start)
     _series(cluster, start, 50, threads_at=25, level=(9, 3))
+    return cluster, start, now
+
+
+def test_the_refresh_records_a_thread_count_once_with_its_effect(stepped):
+    cluster, start, now = stepped
 
     refresh_part(cluster, None, now=now, windows=["1h"])
     refresh_part(cluster, None, now=now + timedelta(seconds=30), windows=["1h"])  # the next refresh: not again
@@ -122,17 +129,11 @@ def test_a_restart_that_brings_a_new_thread_count_is_one_change(settings):
     assert (row["before_periods"], row["after_periods"]) == (19 * 600, 20 * 600)
 
 
-@pytest.mark.django_db
-def test_fewer_threads_after_cut_threads_stood_is_that_advice_followed(settings):
+def test_fewer_threads_after_cut_threads_stood_is_that_advice_followed(stepped):
     from apps.advisor.models import Finding
     from apps.clusters.models import Container
 
-    settings.CPUTUNE_CHANGE_WINDOW = 20 * 60
-    now = timezone.now().replace(second=0, microsecond=0)
-    start = now - timedelta(minutes=50)
-    cluster = Cluster.objects.create(name="c")
-    ingest(cluster, Batch(nodes=[NodeInfo(name="n1", capacity_mcpu=4000)], pods=[_pod()]), now=start)
-    _series(cluster, start, 50, threads_at=25, level=(9, 3))
+    cluster, start, now = stepped
     Finding.objects.create(
         container=Container.objects.get(name="indexer"), cluster=cluster, namespace="shop", window="1h",
         computed_at=start + timedelta(minutes=20), window_end=start + timedelta(minutes=20),
