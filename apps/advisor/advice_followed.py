@@ -5,14 +5,14 @@ runtime's parallelism knob in the CPU env vars (GOMAXPROCS lowered: cut_threads)
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db.models import F
 
 from apps.clusters.changes import env_of_text
 from apps.clusters.models import Cluster, ContainerChange
 
-from .changes import advice_worked, effect_of, groups_of, neighbour_changes
+from .changes import advice_worked, effect_of, groups_of, neighbour_changes, window_length
 from .facts import Policy
 from .models import ChangeAdvice, Finding, Window
 from .runtimes import parallelism_knob
@@ -53,15 +53,22 @@ def followed(change_kind: str, before: str, after: str, plan: list[dict], policy
 
 
 _CHECKED = (*_SUGGESTS, ContainerChange.Kind.THREADS, ContainerChange.Kind.ENV)
+CHECK_HORIZON = timedelta(hours=1)
 
 
 def note_followed_advice(cluster: Cluster, now: datetime, policy: Policy) -> int:
     """Check the cluster's changes of limit, request or threads not checked yet (each group once, with every value
     its lead container changed in it) against the 1 h findings that stood before them, before a refresh replaces
     those findings; returns changes checked."""
+    # A change is checked by the first refresh after it was seen (a thread count, by the one that finds it, within
+    # the hour of samples it reads): older ones missed the plan that stood before them for good.
     leads = list(
         ContainerChange.objects.filter(
-            container__pod__cluster=cluster, members__kind__in=_CHECKED, advice__isnull=True, group_id=F("id")
+            container__pod__cluster=cluster,
+            seen_at__gte=now - CHECK_HORIZON,
+            members__kind__in=_CHECKED,
+            advice__isnull=True,
+            group_id=F("id"),
         )
         .distinct()
         .only("id", "container_id", "previous_id", "kind", "before", "after", "seen_at")
@@ -100,8 +107,9 @@ def note_followed_advice(cluster: Cluster, now: datetime, policy: Policy) -> int
 
 
 def settle_followed_advice(cluster: Cluster, now: datetime) -> int:
-    """Give each followed piece of advice whose change has a complete after-window its verdict and whether it worked
-    (what the overview counts); returns how many were settled."""
+    """Give each followed piece of advice whose change's after-window is complete its verdict and whether it worked
+    (what the overview counts; a window that ended without the figures to judge settles as such); returns how many
+    were settled. Only those windows are read: the others are pending until theirs end."""
     pending = list(
         ChangeAdvice.objects.filter(change__container__pod__cluster=cluster, verdict="")
         .exclude(kind="")
@@ -113,9 +121,10 @@ def settle_followed_advice(cluster: Cluster, now: datetime) -> int:
     neighbours = neighbour_changes(groups)
     settled = []
     for advice, group in zip(pending, groups, strict=True):
-        effect = effect_of(group, now, neighbours[advice.change_id])
-        if effect.verdict in ("too_early", "no_data"):
+        bounds = neighbours[advice.change_id]
+        if group.until + window_length(group, bounds) > now:
             continue
+        effect = effect_of(group, now, bounds)
         advice.verdict = effect.verdict
         advice.worked = advice_worked(effect.verdict, effect.after.throttle_ratio, advice.expected_throttle_ratio_max)
         settled.append(advice)

@@ -67,9 +67,10 @@ def judge_effect(
     after_elapsed_seconds: float,
     min_periods: int,
 ) -> Effect:
-    """The verdict on a change from its two windows: "too_early" until the after-window is as long as the before one
-    and has `min_periods` periods; "no_data" without periods before; else improved / worse when the per-sample ratios
-    differ at SIGNIFICANCE, no_clear_change otherwise."""
+    """The verdict on a change from its two windows: "no_data" without `min_periods` periods (and MIN_SAMPLES
+    samples) before; "too_early" until the after-window is as long as the before one; "no_data" when it ended without
+    them either; else improved / worse when the per-sample ratios differ at SIGNIFICANCE, no_clear_change
+    otherwise."""
     if before.lifetime:
         return Effect(
             "no_data",
@@ -81,7 +82,7 @@ def judge_effect(
         )
     if not before.periods or before.periods < min_periods or len(before_ratios) < MIN_SAMPLES:
         return Effect("no_data", before, after, window_seconds, None, "too few periods before the change to compare")
-    if after_elapsed_seconds < window_seconds or (after.periods or 0) < min_periods or len(after_ratios) < MIN_SAMPLES:
+    if after_elapsed_seconds < window_seconds:
         return Effect(
             "too_early",
             before,
@@ -90,6 +91,8 @@ def judge_effect(
             None,
             f"the after-window has {after_elapsed_seconds / 60:.0f} of {window_seconds / 60:.0f} min so far",
         )
+    if (after.periods or 0) < min_periods or len(after_ratios) < MIN_SAMPLES:
+        return Effect("no_data", before, after, window_seconds, None, "too few periods after the change to compare")
     comparison = mann_whitney(before_ratios, after_ratios)
     if comparison is None:
         return Effect("no_clear_change", before, after, window_seconds, None, "the ratios are the same on both sides")
@@ -129,9 +132,12 @@ class ThreadChange:
     after: int
 
 
+THREAD_NOISE_MIN = 2.0
+
+
 def thread_noise(level: float) -> float:
     """How far a thread count may wander around its level and still be that level: 2 threads or a quarter of it."""
-    return max(2.0, 0.25 * level)
+    return max(THREAD_NOISE_MIN, 0.25 * level)
 
 
 def may_change_level(counts: Sequence[int | None]) -> bool:
@@ -155,7 +161,10 @@ def thread_level_change(readings: Sequence[tuple[datetime, int | None]]) -> Thre
     for i in range(THREADS_BEFORE_MIN, len(values) - THREADS_AFTER + 1):
         before = values[max(0, i - THREADS_BEFORE) : i]
         after = values[i : i + THREADS_AFTER]
+        above, below = min(after) - max(before), min(before) - max(after)
+        if max(above, below) <= THREAD_NOISE_MIN:  # within the least allowance: no median needed to know
+            continue
         noise = thread_noise(median(before))
-        if min(after) > max(before) + noise or max(after) < min(before) - noise:
+        if above > noise or below > noise:
             return ThreadChange(counted[i - 1][0], counted[i][0], round(median(before)), round(median(after)))
     return None

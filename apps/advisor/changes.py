@@ -176,17 +176,26 @@ def _lifetime_before(container_ids: set[int], period_us: int | None, since: date
     return summary if summary.lifetime else None
 
 
-def effect_of(group: Group, now: datetime, bounds: tuple[datetime | None, datetime | None] = (None, None)) -> Effect:
-    """The group's two windows and verdict at `now`. `bounds` (neighbour_changes): when the previous change of its
+Bounds = tuple[datetime | None, datetime | None]
+
+
+def window_length(group: Group, bounds: Bounds = (None, None)) -> timedelta:
+    """How long each of the group's windows is. `bounds` (neighbour_changes): when the previous change of its
     containers was seen and when the next had not happened yet, if there are such; both windows stop there, so
     neither holds another change's samples."""
     length = timedelta(seconds=settings.CPUTUNE_CHANGE_WINDOW)
-    since, until = group.since, group.until
     previous, following = bounds
     if previous is not None:
-        length = min(length, max(since - previous, timedelta(0)))
+        length = min(length, max(group.since - previous, timedelta(0)))
     if following is not None:
-        length = min(length, max(following - until, timedelta(0)))
+        length = min(length, max(following - group.until, timedelta(0)))
+    return length
+
+
+def effect_of(group: Group, now: datetime, bounds: Bounds = (None, None)) -> Effect:
+    """The group's two windows (window_length) and verdict at `now`."""
+    length = window_length(group, bounds)
+    since, until = group.since, group.until
     after_end = min(now, until + length)
     period_us = group.lead.container.period_us
     before, before_ratios = _window(group.before_containers, period_us, since - length, since)

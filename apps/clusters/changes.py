@@ -72,21 +72,36 @@ CHANGE_RULES = {
     Kind.NODE: ("nb.name", "na.name", "nb.id IS NOT NULL AND na.id IS NOT NULL AND nb.id <> na.id"),
 }
 
-RECORD_CHANGES_SQL = f"""
-INSERT INTO clusters_containerchange (container_id, seen_at, since, kind, before, after)
-SELECT c.id, %(now)s, p.last_seen, k.kind, k.before, k.after
+_JOINS = """
 FROM container_load l
 JOIN pod_load pl ON pl.namespace = l.namespace AND pl.name = l.pod
 JOIN clusters_pod p ON p.cluster_id = %(cluster)s AND p.namespace = l.namespace AND p.name = l.pod
 JOIN clusters_container c ON c.pod_id = p.id AND c.name = l.name
 LEFT JOIN clusters_node nb ON nb.id = p.node_id
 LEFT JOIN clusters_node na ON na.id = pl.node_id
-CROSS JOIN LATERAL (VALUES {", ".join(f"('{kind}', CASE WHEN {changed} THEN {b} END, CASE WHEN {changed} THEN {a} END, {changed})" for kind, (b, a, changed) in CHANGE_RULES.items())})
+"""
+# The rows that changed at all are found first (one test per container); only theirs are spread over the kinds.
+RECORD_CHANGES_SQL = f"""
+INSERT INTO clusters_containerchange (container_id, seen_at, since, kind, before, after)
+SELECT x.id, %(now)s, x.last_seen, k.kind, k.before, k.after
+FROM (
+    SELECT c.id, p.last_seen, {", ".join(f"{changed} AS changed_{kind}, CASE WHEN {changed} THEN {b} END AS before_{kind}, CASE WHEN {changed} THEN {a} END AS after_{kind}" for kind, (b, a, changed) in CHANGE_RULES.items())}
+    {_JOINS}
+    WHERE p.qos_class <> '' AND ({" OR ".join(f"({changed})" for _, _, changed in CHANGE_RULES.values())})
+) x
+CROSS JOIN LATERAL (VALUES {", ".join(f"('{kind}', x.before_{kind}, x.after_{kind}, x.changed_{kind})" for kind in CHANGE_RULES)})
     AS k(kind, before, after, changed)
-WHERE k.changed AND p.qos_class <> ''
-ORDER BY c.id, k.kind
+WHERE k.changed
+ORDER BY x.id, k.kind
 ON CONFLICT DO NOTHING
 """  # noqa: S608 — the SQL comes from this module's constants, never from input
+
+# The pods of the load table that no inventory listed before: not stored, or stored bare from readings.
+NEW_PODS_SQL = """
+SELECT pl.namespace, pl.name FROM pod_load pl
+LEFT JOIN clusters_pod p ON p.cluster_id = %(cluster)s AND p.namespace = pl.namespace AND p.name = pl.name
+WHERE p.id IS NULL OR p.qos_class = ''
+"""
 
 
 def _text(value: int | str | None) -> str:

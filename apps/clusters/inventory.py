@@ -19,6 +19,7 @@ from apps.db import analyze_tables, copy_rows
 
 from .change_groups import group_changes
 from .changes import (
+    NEW_PODS_SQL,
     RECORD_CHANGES_SQL,
     new_pod_keys,
     record_changes,
@@ -200,10 +201,10 @@ def upsert_pods(
         return 0
     if method == "auto":
         method = "sql" if connection.vendor == "postgresql" else "orm"
-    new = new_pod_keys(cluster, pods)
     if method == "sql":
-        _upsert_pods_in_sql(cluster, pods, now, node_ids)
+        new = _upsert_pods_in_sql(cluster, pods, now, node_ids)
     else:
+        new = new_pod_keys(cluster, pods)
         # A chunk of pods at a time: model instances for a whole 150,000-pod inventory would take hundreds of MB.
         for start in range(0, len(pods), UPSERT_CHUNK_PODS):
             chunk = pods[start : start + UPSERT_CHUNK_PODS]
@@ -251,7 +252,11 @@ ON CONFLICT (pod_id, name) DO UPDATE SET
 """  # noqa: S608
 
 
-def _upsert_pods_in_sql(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, node_ids: dict[str, int]) -> None:
+def _upsert_pods_in_sql(
+    cluster: Cluster, pods: Sequence[PodInfo], now: datetime, node_ids: dict[str, int]
+) -> set[tuple[str, str]]:
+    """Returns the (namespace, name) of the pods no inventory had listed before (change.new_pod_keys' answer, from
+    the load table: thousands of names as parameters cost more than the join)."""
     params: dict[str, int | datetime] = {"cluster": cluster.pk, "now": now}
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(_CREATE_POD_LOAD)
@@ -271,9 +276,12 @@ def _upsert_pods_in_sql(cluster: Cluster, pods: Sequence[PodInfo], now: datetime
             ((p.namespace, p.name, c.name, *_container_values(c, Jsonb)) for p in pods for c in p.containers),
         )
         cursor.execute("ANALYZE pod_load, container_load")
+        cursor.execute(NEW_PODS_SQL, params)
+        new = {(namespace, name) for namespace, name in cursor.fetchall()}
         cursor.execute(RECORD_CHANGES_SQL, params)  # against the stored rows, before they are replaced
         cursor.execute(_UPSERT_PODS, params)
         cursor.execute(_UPSERT_CONTAINERS, params)
+    return new
 
 
 def _upsert_pod_chunk(cluster: Cluster, pods: Sequence[PodInfo], now: datetime, node_ids: dict[str, int]) -> None:

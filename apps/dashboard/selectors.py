@@ -264,10 +264,11 @@ class AdviceRecord:
     followed: int
     worked: int
     did_not: int
+    unjudged: int = 0  # windows that ended without the figures to judge (no periods before, or too few after)
 
     @property
     def pending(self) -> int:
-        return self.followed - self.worked - self.did_not
+        return self.followed - self.worked - self.did_not - self.unjudged
 
 
 RECORD_DAYS = 30
@@ -284,10 +285,16 @@ def advice_record(*, now: datetime, visibility: Visibility = EVERYTHING) -> Advi
         n_followed=Count("pk"),
         n_worked=Count("pk", filter=Q(worked=True)),
         n_did_not=Count("pk", filter=Q(worked=False)),
+        n_unjudged=Count("pk", filter=Q(worked__isnull=True) & ~Q(verdict="")),
     )
     if not counts["n_followed"]:
         return None
-    return AdviceRecord(followed=counts["n_followed"], worked=counts["n_worked"], did_not=counts["n_did_not"])
+    return AdviceRecord(
+        followed=counts["n_followed"],
+        worked=counts["n_worked"],
+        did_not=counts["n_did_not"],
+        unjudged=counts["n_unjudged"],
+    )
 
 
 def _overview_status(cluster: Cluster, run: CollectionRun | None, interval_s: int) -> WindowStatus:
