@@ -37,6 +37,7 @@ SCRIPTS = [
     "bench_advisor",
     "bench_ingest",
     "bench_cycle",
+    "bench_changes",
     "bench_pages",
     "bench_api",
 ]
