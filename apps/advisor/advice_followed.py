@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db.models import F
-
 from apps.clusters.changes import env_of_text
 from apps.clusters.models import Cluster, ContainerChange
 
@@ -62,19 +60,20 @@ def note_followed_advice(cluster: Cluster, now: datetime, policy: Policy) -> int
     those findings; returns changes checked."""
     # A change is checked by the first refresh after it was seen (a thread count, by the one that finds it, within
     # the hour of samples it reads): older ones missed the plan that stood before them for good.
-    leads = list(
+    # In steps a planner cannot get wrong: the hour's changes of those kinds by time, then their groups not checked.
+    groups = set(
         ContainerChange.objects.filter(
-            container__pod__cluster=cluster,
-            seen_at__gte=now - CHECK_HORIZON,
-            members__kind__in=_CHECKED,
-            advice__isnull=True,
-            group_id=F("id"),
-        )
-        .distinct()
-        .only("id", "container_id", "previous_id", "kind", "before", "after", "seen_at")
+            container__pod__cluster=cluster, seen_at__gte=now - CHECK_HORIZON, kind__in=_CHECKED, group__isnull=False
+        ).values_list("group_id", flat=True)
     )
-    if not leads:
+    groups -= set(ChangeAdvice.objects.filter(change_id__in=groups).values_list("change_id", flat=True))
+    if not groups:
         return 0
+    leads = list(
+        ContainerChange.objects.filter(pk__in=groups).only(
+            "id", "container_id", "previous_id", "kind", "before", "after", "seen_at"
+        )
+    )
     sources = {c.previous_id or c.container_id for c in leads}
     stood = {
         f.container_id: f

@@ -280,7 +280,14 @@ def record_kernel_changes(
     }
     if not changed:
         return 0
-    rows = Container.objects.filter(pod__node_id__in=list(changed)).values_list("id", "pod__node_id")
+    # The containers the node ran when it was seen before (not those of pods gone long ago, kept for their series).
+    rows = []
+    for cid, node, pod_seen in Container.objects.filter(pod__node_id__in=list(changed)).values_list(
+        "id", "pod__node_id", "pod__last_seen"
+    ):
+        node_seen = changed[node][2]
+        if node_seen is None or (pod_seen is not None and pod_seen >= node_seen):
+            rows.append((cid, node))
     changes = [
         ContainerChange(
             container_id=cid,

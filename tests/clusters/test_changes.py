@@ -259,3 +259,17 @@ def test_a_rollout_that_only_sets_gomaxprocs_is_a_change_of_cpu_env_vars(method)
     # In place, on a pod that keeps its name: dropped altogether.
     store(cluster, [old, with_env(new, HOME="/root")], 2, method)
     assert groups()[-1] == [("api-7c9a-fghij", "env", "GOMAXPROCS=2; JAVA_TOOL_OPTIONS=-XX:ActiveProcessorCount=2", "")]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_nodes_new_kernel_is_no_change_for_pods_gone_from_it(method):
+    cluster = f.cluster("gone")
+    pod = resized_pod()
+    gone = copy.deepcopy(pod)
+    gone["metadata"]["name"] = "replaced-long-ago"
+    store(cluster, [pod, gone], 0, method)
+    store(cluster, [pod], 10, method)  # the other pod is no longer listed; its row stays for its series
+    node = pod["spec"]["nodeName"]
+    upsert_nodes(cluster, [f.node_info(node)], f.T0 + timedelta(minutes=10), method=method)
+    upsert_nodes(cluster, [f.node_info(node, kernel="6.18.44-fc")], f.T0 + timedelta(minutes=11), method=method)
+    assert [(c.container.pod.name, c.kind) for c in ContainerChange.objects.all()] == [("resized-pod", "kernel")]
