@@ -116,7 +116,7 @@ OFF: dict[tuple[str, str], Callable[..., Any]] = {
     (INVENTORY, "group_changes"): lambda *a, **k: 0,
     (SERVICES, "note_followed_advice"): lambda *a, **k: 0,
     (SERVICES, "settle_followed_advice"): lambda *a, **k: 0,
-    (SERVICES, "record_thread_levels"): lambda *a, **k: 0,
+    (SERVICES, "record_thread_levels"): lambda *a, **k: set(),
 }
 # The statements the PostgreSQL upsert executes for detection (looked up in apps.clusters.inventory) and what B
 # executes instead: as trivial, with the same parameters; the new-pod lookup answers no pod.

@@ -5,6 +5,7 @@ runtime's parallelism knob in the CPU env vars (GOMAXPROCS lowered: cut_threads)
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from apps.clusters.changes import env_of_text
@@ -54,19 +55,21 @@ _CHECKED = (*_SUGGESTS, ContainerChange.Kind.THREADS, ContainerChange.Kind.ENV)
 CHECK_HORIZON = timedelta(hours=1)
 
 
-def note_followed_advice(cluster: Cluster, now: datetime, policy: Policy) -> int:
+def note_followed_advice(
+    cluster: Cluster, now: datetime, policy: Policy, group_ids: Iterable[int] | None = None
+) -> int:
     """Check the cluster's changes of limit, request or threads not checked yet (each group once, with every value
-    its lead container changed in it) against the 1 h findings that stood before them, before a refresh replaces
-    those findings; returns changes checked."""
+    its lead container changed in it; only these groups when `group_ids` is given) against the 1 h findings that
+    stood before them, before a refresh replaces those findings; returns changes checked."""
     # A change is checked by the first refresh after it was seen (a thread count, by the one that finds it, within
     # the hour of samples it reads): older ones missed the plan that stood before them for good.
-    # In steps a planner cannot get wrong: the hour's changes of those kinds by time, then their groups not checked.
+    # The hour's changes of those kinds by time (its index), then their groups not checked yet.
+    recent = ContainerChange.objects.filter(seen_at__gte=now - CHECK_HORIZON, kind__in=_CHECKED, group__isnull=False)
+    if group_ids is not None:
+        recent = recent.filter(group_id__in=list(group_ids))
     groups = set(
-        ContainerChange.objects.filter(
-            container__pod__cluster=cluster, seen_at__gte=now - CHECK_HORIZON, kind__in=_CHECKED, group__isnull=False
-        ).values_list("group_id", flat=True)
+        recent.filter(container__pod__cluster=cluster, group__advice__isnull=True).values_list("group_id", flat=True)
     )
-    groups -= set(ChangeAdvice.objects.filter(change_id__in=groups).values_list("change_id", flat=True))
     if not groups:
         return 0
     leads = list(

@@ -176,8 +176,8 @@ def refresh_part(
                 summaries = summarize_hour(periods, rows_by, start, now)
                 # From the samples just read: the series' own changes, checked against the plan that stood before
                 # them while it still stands (this part's findings are written below).
-                if record_thread_levels(rows_by, current):
-                    note_followed_advice(cluster, now, policy)
+                if found := record_thread_levels(rows_by, current):
+                    note_followed_advice(cluster, now, policy, found)
             else:
                 summaries = summaries_of(periods, window, start, now)
             per_period = _period_evidence(current, start, now)
@@ -385,9 +385,9 @@ def summarize_hour(
     return out
 
 
-def record_thread_levels(rows_by: dict[int, list[SampleRow]], container_ids: Iterable[int]) -> int:
+def record_thread_levels(rows_by: dict[int, list[SampleRow]], container_ids: Iterable[int]) -> set[int]:
     """Record each container's thread count settling at a new level in its 1 h samples (docs/domain.md#thread-changes),
-    looking only after the level recorded last; returns changes recorded."""
+    looking only after the level recorded last; returns the groups of the changes recorded."""
     candidates = {
         cid: rows
         for cid in container_ids
@@ -396,7 +396,7 @@ def record_thread_levels(rows_by: dict[int, list[SampleRow]], container_ids: Ite
         and thread_level_change([(r.ts, r.threads) for r in rows]) is not None
     }
     if not candidates:
-        return 0
+        return set()
     recorded = dict(
         ContainerChange.objects.filter(container_id__in=list(candidates), kind=ContainerChange.Kind.THREADS)
         .values("container_id")

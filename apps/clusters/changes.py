@@ -304,12 +304,12 @@ def record_kernel_changes(
     return len(changes)
 
 
-def record_thread_changes(found: Sequence[tuple[int, datetime, datetime, int, int]]) -> int:
+def record_thread_changes(found: Sequence[tuple[int, datetime, datetime, int, int]]) -> set[int]:
     """Thread counts settled at a new level, as the refresh found them in the series: (container id, since, seen
     at, before, after) each, the instant being the first sample at the new level and `since` the sample before.
-    A level recorded already is not recorded again. Returns changes recorded."""
+    A level recorded already is not recorded again. Returns the groups of the changes recorded."""
     if not found:
-        return 0
+        return set()
     ContainerChange.objects.bulk_create(
         [
             ContainerChange(
@@ -325,4 +325,4 @@ def record_thread_changes(found: Sequence[tuple[int, datetime, datetime, int, in
         ).values_list("id", flat=True)
     )
     group_series_changes(fresh, timedelta(seconds=settings.CPUTUNE_COLLECT_INTERVAL))
-    return len(fresh)
+    return set(ContainerChange.objects.filter(pk__in=fresh).values_list("group_id", flat=True)) - {None}
