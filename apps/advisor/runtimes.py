@@ -243,10 +243,9 @@ def parallelism_knob(env: Mapping[str, str]) -> int | None:
     """The parallelism a runtime's CPU knob in the spec sets (GOMAXPROCS, -XX:ActiveProcessorCount,
     DOTNET_PROCESSOR_COUNT, UV_THREADPOOL_SIZE, PYTHON_CPU_COUNT, the first set in that order); None when none is."""
     jvm = active_processor_count(env)
-    for key in ("GOMAXPROCS", "JVM", "DOTNET_PROCESSOR_COUNT", "UV_THREADPOOL_SIZE", "PYTHON_CPU_COUNT"):
-        value = (jvm[1] if jvm else None) if key == "JVM" else env.get(key)
-        count = _count(value) if value is not None else None
-        if count is not None:
+    for key, runtime in _ENV_RUNTIMES:
+        value = (jvm[1] if jvm and jvm[0] == key else None) if runtime == "jvm" else env.get(key)
+        if value is not None and (count := _count(value)) is not None:
             return count
     return None
 

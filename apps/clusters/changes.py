@@ -87,7 +87,7 @@ SELECT x.id, %(now)s, x.last_seen, k.kind, k.before, k.after
 FROM (
     SELECT c.id, p.last_seen, {", ".join(f"{changed} AS changed_{kind}, CASE WHEN {changed} THEN {b} END AS before_{kind}, CASE WHEN {changed} THEN {a} END AS after_{kind}" for kind, (b, a, changed) in CHANGE_RULES.items())}
     {_JOINS}
-    WHERE p.qos_class <> '' AND ({" OR ".join(f"({changed})" for _, _, changed in CHANGE_RULES.values())})
+    WHERE p.qos_class <> '{UNLISTED}' AND ({" OR ".join(f"({changed})" for _, _, changed in CHANGE_RULES.values())})
 ) x
 CROSS JOIN LATERAL (VALUES {", ".join(f"('{kind}', x.before_{kind}, x.after_{kind}, x.changed_{kind})" for kind in CHANGE_RULES)})
     AS k(kind, before, after, changed)
@@ -97,11 +97,11 @@ ON CONFLICT DO NOTHING
 """  # noqa: S608 — the SQL comes from this module's constants, never from input
 
 # The pods of the load table that no inventory listed before: not stored, or stored bare from readings.
-NEW_PODS_SQL = """
+NEW_PODS_SQL = f"""
 SELECT pl.namespace, pl.name FROM pod_load pl
 LEFT JOIN clusters_pod p ON p.cluster_id = %(cluster)s AND p.namespace = pl.namespace AND p.name = pl.name
-WHERE p.id IS NULL OR p.qos_class = ''
-"""
+WHERE p.id IS NULL OR p.qos_class = '{UNLISTED}'
+"""  # noqa: S608 — module constants only
 
 
 def _text(value: int | str | None) -> str:
