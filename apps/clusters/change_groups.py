@@ -166,14 +166,14 @@ def group_alone(change_ids: Sequence[int]) -> None:
     ContainerChange.objects.filter(pk__in=list(change_ids), group__isnull=True).update(group_id=F("id"))
 
 
-def group_series_changes(change_ids: Sequence[int], gap: timedelta) -> None:
+def group_series_changes(change_ids: Sequence[int], gap: timedelta) -> set[int]:
     """Changes found in a series (a thread count's new level, between two samples): each joins the group of another
     change of its container that may have happened in the same interval — the restart that brought the new count
     up, say — and otherwise stands for itself. `gap`: how long before its `seen_at` a change without `since` may
-    have happened."""
+    have happened. Returns the groups they are in now."""
     fresh = list(ContainerChange.objects.filter(pk__in=list(change_ids), group__isnull=True))
     if not fresh:
-        return
+        return set()
     others = defaultdict(list)
     for other in ContainerChange.objects.filter(
         container_id__in={c.container_id for c in fresh},
@@ -182,7 +182,8 @@ def group_series_changes(change_ids: Sequence[int], gap: timedelta) -> None:
         seen_at__lte=max(c.seen_at for c in fresh) + gap,
     ).only("container_id", "group_id", "seen_at", "since"):
         others[other.container_id].append(other)
-    alone = []
+    alone: list[int] = []
+    joined: set[int] = set()
     for change in fresh:
         start = change.since or change.seen_at - gap
         overlapping = [
@@ -191,8 +192,12 @@ def group_series_changes(change_ids: Sequence[int], gap: timedelta) -> None:
             if (o.since or o.seen_at - gap) < change.seen_at and start < o.seen_at
         ]
         if overlapping:
-            change.group_id = min(overlapping, key=lambda o: o.seen_at).group_id
+            group = min(overlapping, key=lambda o: o.seen_at).group_id
+            assert group is not None  # `others` are grouped changes only
+            change.group_id = group
             change.save(update_fields=["group"])
+            joined.add(group)
         else:
             alone.append(change.pk)
     group_alone(alone)
+    return joined | set(alone)  # a change standing for itself is its own group

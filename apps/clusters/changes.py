@@ -324,5 +324,4 @@ def record_thread_changes(found: Sequence[tuple[int, datetime, datetime, int, in
             container_id__in={cid for cid, *_ in found}, kind=Kind.THREADS, group__isnull=True
         ).values_list("id", flat=True)
     )
-    group_series_changes(fresh, timedelta(seconds=settings.CPUTUNE_COLLECT_INTERVAL))
-    return set(ContainerChange.objects.filter(pk__in=fresh).values_list("group_id", flat=True)) - {None}
+    return group_series_changes(fresh, timedelta(seconds=settings.CPUTUNE_COLLECT_INTERVAL))

@@ -107,8 +107,9 @@ def _inventory(cluster: Cluster, at: datetime, restarts: int) -> None:
     ingest(cluster, Batch(nodes=[NodeInfo(name="n1", capacity_mcpu=4000)], pods=[pod]), now=at)
 
 
-@pytest.mark.django_db
-def test_a_restart_that_brings_a_new_thread_count_is_one_change(settings):
+@pytest.fixture()
+def restarted(settings, db) -> tuple[Cluster, datetime, datetime]:
+    """As `stepped`, with the container restarted (seen between minutes 24 and 25) when its threads went 9 → 3."""
     settings.CPUTUNE_CHANGE_WINDOW = 20 * 60
     now = timezone.now().replace(second=0, microsecond=0)
     start = now - timedelta(minutes=50)
@@ -117,6 +118,11 @@ def test_a_restart_that_brings_a_new_thread_count_is_one_change(settings):
     _inventory(cluster, start + timedelta(minutes=23, seconds=30), 0)
     _series(cluster, start, 50, threads_at=25, level=(9, 3))
     _inventory(cluster, start + timedelta(minutes=24, seconds=30), 1)  # restarted with fewer threads
+    return cluster, start, now
+
+
+def test_a_restart_that_brings_a_new_thread_count_is_one_change(restarted):
+    cluster, start, now = restarted
     refresh_part(cluster, None, now=now, windows=["1h"])
 
     [row] = change_rows(changes_of(cluster, "shop", now - timedelta(hours=2)), now=now)
@@ -129,18 +135,23 @@ def test_a_restart_that_brings_a_new_thread_count_is_one_change(settings):
     assert (row["before_periods"], row["after_periods"]) == (19 * 600, 20 * 600)
 
 
-def test_fewer_threads_after_cut_threads_stood_is_that_advice_followed(stepped):
+def _cut_threads_stood(cluster: Cluster, at: datetime) -> None:
+    """The 1 h finding computed at `at`: cut the threads, expecting at most 25 % of periods throttled."""
     from apps.advisor.models import Finding
     from apps.clusters.models import Container
 
-    cluster, start, now = stepped
     Finding.objects.create(
         container=Container.objects.get(name="indexer"), cluster=cluster, namespace="shop", window="1h",
-        computed_at=start + timedelta(minutes=20), window_end=start + timedelta(minutes=20),
+        computed_at=at, window_end=at,
         recommendations=[{"kind": "cut_threads", "severity": "warning", "summary": "Cut threads", "detail": "",
                           "suggested_request_mcpu": None, "suggested_limit_mcpu": None,
                           "expected_throttle_ratio_max": 0.25, "expected_basis": "with the limit at 200m"}],
     )  # fmt: skip
+
+
+def test_fewer_threads_after_cut_threads_stood_is_that_advice_followed(stepped):
+    cluster, start, now = stepped
+    _cut_threads_stood(cluster, start + timedelta(minutes=20))
     refresh_part(cluster, None, now=now, windows=["1h"])  # finds the change, checks it, then replaces the finding
 
     [row] = change_rows(changes_of(cluster, "shop", now - timedelta(hours=2)), now=now)
@@ -190,3 +201,12 @@ def test_a_thread_count_or_a_runtimes_knob_carries_out_the_thread_advice_its_way
 def test_a_step_just_beyond_the_allowance_is_a_new_level():
     found = thread_level_change(readings([8, 8, 8, 8, 8, 11, 11, 11]))  # 3 more than 8: the allowance is 2
     assert found is not None and (found.before, found.after) == (8, 11)
+
+
+def test_fewer_threads_that_came_with_a_restart_are_checked_against_the_advice_too(restarted):
+    cluster, start, now = restarted
+    _cut_threads_stood(cluster, start + timedelta(minutes=20))
+    refresh_part(cluster, None, now=now, windows=["1h"])  # the thread count joins the restart's group, then is checked
+
+    [row] = change_rows(changes_of(cluster, "shop", now - timedelta(hours=2)), now=now)
+    assert (row["kind"], row["followed_advice"], row["expected_throttle_ratio_max"]) == ("restart", "cut_threads", 0.25)
